@@ -1,0 +1,18 @@
+#pragma once
+// Whole-file reads and crash-safe writes shared by the tensor loaders.
+#include <cstddef>
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+namespace fp8lab {
+
+// Throws TensorFileError ("FILE: cannot open: reason") when the file cannot be read.
+std::vector<std::byte> read_file_bytes(const std::filesystem::path& file);
+
+// Writes to FILE.tmp-PID and renames over FILE, so a reader never sees a half-written file
+// and a failed write never damages an existing one.
+void write_file_atomically(const std::filesystem::path& file, std::string_view header, const std::byte* data,
+                           std::size_t size);
+
+}  // namespace fp8lab

@@ -1,0 +1,16 @@
+#pragma once
+// NumPy .npy files (format versions 1.0, 2.0, 3.0), little-endian, C order.
+// dtypes: '<f4' f32, '<f8' f64, '<f2' f16, '|u1' u8, '<u2' plain u16, and bf16 written as
+// the structured dtype [('bf16', '<u2')]: NumPy has no bfloat16, and its header admits no
+// extra keys, so the field name is where the file itself says what the 16 bits mean
+// (np.load gives a record array; a['bf16'] is the raw uint16).
+#include <filesystem>
+
+#include "data/tensor_io/tensor.hpp"
+
+namespace fp8lab {
+
+Tensor read_npy(const std::filesystem::path& file);
+void write_npy(const std::filesystem::path& file, const Tensor& tensor);  // f32, f64, f16, bf16, u8, u16
+
+}  // namespace fp8lab

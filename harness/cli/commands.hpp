@@ -1,0 +1,18 @@
+#pragma once
+// Each fp8lab subcommand registers its options on the CLI11 app and returns itself with
+// the function that runs it once parsing succeeded. The run function returns the exit code
+// and throws for bad input (main turns that into one line on stderr and exit 2).
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace fp8lab::cli {
+
+struct Command {
+  CLI::App* subcommand = nullptr;
+  std::function<int()> run;
+};
+
+Command add_quantize_command(CLI::App& app);
+Command add_synth_command(CLI::App& app);
+
+}  // namespace fp8lab::cli

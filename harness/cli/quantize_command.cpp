@@ -1,0 +1,141 @@
+// fp8lab quantize: quantize one 2-D tensor with one or more granularities and report what
+// the round trip (quantize, dequantize) did to it.
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "data/tensor_io/npy.hpp"
+#include "harness/cli/commands.hpp"
+#include "harness/metrics/error_metrics.hpp"
+#include "harness/operand_checks.hpp"
+#include "kernels/cpu/quantize.hpp"
+
+namespace fp8lab::cli {
+namespace {
+
+struct QuantizeOptions {
+  std::string tensor, name, format = "e4m3", scale = "fp32";
+  std::vector<std::string> granularities;
+  std::string codes_out, scales_out, dequant_out;
+  double rel_floor = -1;  // < 0: 1% of the input's RMS
+  bool json = false;
+};
+
+struct GranularityResult {
+  QuantizedTensor quantized;
+  std::vector<float> dequantized;
+  ErrorMetrics metrics;
+  std::int64_t zeroed = 0;  // nonzero inputs whose code is +-0 (underflow)
+};
+
+GranularityResult run_one(const std::vector<float>& x, std::int64_t rows, std::int64_t cols,
+                          const QuantizeConfig& config, double rel_floor) {
+  GranularityResult r;
+  r.quantized = cpu::quantize(x, rows, cols, config);
+  r.dequantized = cpu::dequantize(r.quantized);
+  r.metrics = error_metrics(std::span<const float>(r.dequantized), std::span<const float>(x), rel_floor);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (x[i] != 0.0f && (r.quantized.codes[i] & 0x7F) == 0) ++r.zeroed;
+  return r;
+}
+
+nlohmann::json metrics_json(const ErrorMetrics& m) {
+  return {{"rel_frobenius", m.rel_frobenius}, {"sqnr_db", m.sqnr_db},   {"deepgemm_diff", m.deepgemm_diff},
+          {"max_abs", m.max_abs},             {"max_rel", m.max_rel},   {"rel_floor", m.rel_floor},
+          {"rel_count", m.rel_count},         {"cosine", m.cosine},     {"count", m.count}};
+}
+
+void write_outputs(const QuantizeOptions& o, const GranularityResult& r) {
+  const std::vector<std::int64_t> shape = {r.quantized.rows, r.quantized.cols};
+  if (!o.codes_out.empty()) write_npy(o.codes_out, Tensor::from_u8(shape, r.quantized.codes));
+  if (!o.scales_out.empty())
+    write_npy(o.scales_out, Tensor::from_f32({r.quantized.scale_rows, r.quantized.scale_cols}, r.quantized.scales));
+  if (!o.dequant_out.empty()) write_npy(o.dequant_out, Tensor::from_f32(shape, r.dequantized));
+}
+
+int run_quantize(const QuantizeOptions& o) {
+  std::vector<Granularity> granularities;
+  for (const std::string& g : o.granularities) granularities.push_back(Granularity::parse(g));
+  const bool writes_files = !o.codes_out.empty() || !o.scales_out.empty() || !o.dequant_out.empty();
+  if (writes_files && granularities.size() != 1)
+    throw std::invalid_argument("--codes/--scales/--dequant need exactly one --granularity");
+  const Fp8Format format = parse_fp8_format(o.format);
+  const ScaleRule rule = parse_scale_rule(o.scale);
+
+  const Tensor tensor = read_tensor_file(o.tensor, o.name);
+  require_matrix(tensor, o.tensor);
+  const std::int64_t rows = tensor.shape[0], cols = tensor.shape[1];
+  const std::vector<float> x = tensor.to_float32(o.tensor);
+  require_finite(x, cols, o.tensor);
+
+  double floor = o.rel_floor;
+  if (floor < 0) {
+    double sum2 = 0;
+    for (float v : x) sum2 += static_cast<double>(v) * v;
+    floor = 0.01 * std::sqrt(sum2 / static_cast<double>(x.size()));
+  }
+
+  nlohmann::json report = {{"tensor", o.tensor},   {"name", o.name},        {"dtype", dtype_name(tensor.dtype)},
+                           {"shape", {rows, cols}}, {"format", o.format},    {"scale_rule", o.scale},
+                           {"backend", "cpu"},      {"rel_floor", floor},    {"results", nlohmann::json::array()}};
+  if (!o.json) {
+    std::printf("%s%s%s: %lldx%lld %s -> %s, scale rule %s\n", o.tensor.c_str(), o.name.empty() ? "" : ":",
+                o.name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols), dtype_name(tensor.dtype),
+                o.format.c_str(), o.scale.c_str());
+    std::printf("dequantized vs input; max_rel over |x| > %.4g%s\n", floor,
+                o.rel_floor < 0 ? " (1% of the input's RMS)" : "");
+    std::printf("%-14s %-11s %10s %9s %11s %10s %10s %10s %9s\n", "granularity", "scales", "rel_frob", "sqnr_db",
+                "1-cosine", "diff", "max_abs", "max_rel", "zeroed");
+  }
+  for (const Granularity& g : granularities) {
+    const GranularityResult r = run_one(x, rows, cols, {format, g, rule}, floor);
+    if (writes_files) write_outputs(o, r);
+    const ErrorMetrics& m = r.metrics;
+    if (o.json) {
+      nlohmann::json entry = {{"granularity", g.to_string()},
+                              {"scale_shape", {r.quantized.scale_rows, r.quantized.scale_cols}},
+                              {"zeroed", r.zeroed},
+                              {"metrics", metrics_json(m)}};
+      report["results"].push_back(entry);
+    } else {
+      const std::string grid = std::to_string(r.quantized.scale_rows) + "x" + std::to_string(r.quantized.scale_cols);
+      std::printf("%-14s %-11s %10.3e %9.2f %11.3e %10.3e %10.3e %10.3e %9lld\n", g.to_string().c_str(), grid.c_str(),
+                  m.rel_frobenius, m.sqnr_db, 1.0 - m.cosine, m.deepgemm_diff, m.max_abs, m.max_rel,
+                  static_cast<long long>(r.zeroed));
+    }
+  }
+  if (o.json) std::printf("%s\n", report.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_quantize_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "quantize",
+      "Quantize a 2-D tensor (rows = tokens or output channels, columns along K) to FP8 and report the error of the "
+      "dequantized result against the input");
+  auto o = std::make_shared<QuantizeOptions>();
+  sub->add_option("TENSOR", o->tensor, "Input tensor file (.npy, or .safetensors with --name)")->required();
+  sub->add_option("--name", o->name, "Tensor name inside a .safetensors file");
+  sub->add_option("--format", o->format, "FP8 format: e4m3 or e5m2")->capture_default_str();
+  sub->add_option("--granularity", o->granularities,
+                  "One scale per: tensor | row | tile:1xT (T along K) | block:BxB; T, B powers of two from 16 to 512. "
+                  "Repeat to compare several on the same tensor")
+      ->required()
+      ->delimiter(',');
+  sub->add_option("--scale", o->scale,
+                  "Scale rule: fp32 (sf = amax / fmt_max) or pow2 (rounded up to a power of two, UE8M0-storable)")
+      ->capture_default_str();
+  sub->add_option("--codes", o->codes_out, "Write the FP8 codes (uint8, rows x cols) to this .npy");
+  sub->add_option("--scales", o->scales_out, "Write the scales (float32, row-major over the tile grid) to this .npy");
+  sub->add_option("--dequant", o->dequant_out, "Write the dequantized tensor (float32) to this .npy");
+  sub->add_option("--rel-floor", o->rel_floor,
+                  "max_rel counts only elements with |x| above this (default: 1% of the input's RMS)");
+  sub->add_flag("--json", o->json, "Print the report as JSON");
+  return {sub, [o] { return run_quantize(*o); }};
+}
+
+}  // namespace fp8lab::cli

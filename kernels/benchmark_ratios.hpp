@@ -1,0 +1,54 @@
+#pragma once
+// Google Benchmark main with ratios: runs the registered benchmarks, remembers one counter
+// of each (e.g. bytes_per_second), and prints numerator/denominator for named pairs from the
+// same run, so a speed target is a ratio against a baseline measured alongside it.
+// Header-only and used only by benchmark binaries.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fp8lab::bench {
+
+struct RatioPair {
+  std::string numerator, denominator, label;
+};
+
+class RecordingReporter : public benchmark::ConsoleReporter {
+ public:
+  explicit RecordingReporter(std::string counter) : counter_(std::move(counter)) {}
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
+      const auto it = run.counters.find(counter_);
+      if (it != run.counters.end()) values_[run.run_name.function_name] = it->second.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  const std::map<std::string, double>& values() const { return values_; }
+
+ private:
+  std::string counter_;
+  std::map<std::string, double> values_;
+};
+
+// Returns the process exit code.
+inline int run_with_ratios(int argc, char** argv, const std::string& counter, const std::vector<RatioPair>& pairs) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  RecordingReporter reporter(counter);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  for (const RatioPair& pair : pairs) {
+    const auto n = reporter.values().find(pair.numerator), d = reporter.values().find(pair.denominator);
+    if (n == reporter.values().end() || d == reporter.values().end() || d->second == 0.0) continue;
+    std::printf("ratio %-40s %s: %.3f  (%s / %s)\n", pair.label.c_str(), counter.c_str(), n->second / d->second,
+                pair.numerator.c_str(), pair.denominator.c_str());
+  }
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace fp8lab::bench

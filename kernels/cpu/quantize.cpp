@@ -1,0 +1,91 @@
+#include "kernels/cpu/quantize.hpp"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string>
+
+namespace fp8lab::cpu {
+namespace {
+
+// max |x| over rows [r0, r1) x cols [c0, c1). Comparing |x| as integer bit patterns orders
+// finite values and inf as floats do, makes NaN the maximum (so it propagates into the
+// scale) and lets the compiler vectorize without -ffast-math.
+float tile_amax(const float* x, std::int64_t ld, std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                std::int64_t c1) {
+  std::uint32_t amax_bits = 0;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const float* row = x + r * ld;
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::uint32_t abs_bits = float_bits(row[c]) & 0x7FFFFFFFu;
+      amax_bits = abs_bits > amax_bits ? abs_bits : amax_bits;
+    }
+  }
+  return float_from_bits(amax_bits);
+}
+
+template <class F>
+void encode_tile(const float* x, std::uint8_t* codes, std::int64_t ld, std::int64_t r0, std::int64_t r1,
+                 std::int64_t c0, std::int64_t c1, float inverse_scale) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const float* in = x + r * ld;
+    std::uint8_t* out = codes + r * ld;
+    for (std::int64_t c = c0; c < c1; ++c)
+      out[c] = static_cast<std::uint8_t>(encode<F>(in[c] * inverse_scale, Saturation::satfinite));
+  }
+}
+
+template <class F>
+void quantize_tiles(const float* x, QuantizedTensor& q) {
+  const float format_max = max_finite<F>();
+  for (std::int64_t tr = 0; tr < q.scale_rows; ++tr) {
+    const std::int64_t r0 = tr * q.tile_rows, r1 = std::min(q.rows, r0 + q.tile_rows);
+    for (std::int64_t tc = 0; tc < q.scale_cols; ++tc) {
+      const std::int64_t c0 = tc * q.tile_cols, c1 = std::min(q.cols, c0 + q.tile_cols);
+      const float sf = tile_scale(tile_amax(x, q.cols, r0, r1, c0, c1), format_max, q.config.scale_rule);
+      q.scales[static_cast<std::size_t>(tr * q.scale_cols + tc)] = sf;
+      encode_tile<F>(x, q.codes.data(), q.cols, r0, r1, c0, c1, 1.0f / sf);
+    }
+  }
+}
+
+template <class F>
+std::array<float, 256> decode_table() {
+  std::array<float, 256> table{};
+  for (std::uint32_t code = 0; code < 256; ++code) table[code] = decode<F>(code);
+  return table;
+}
+
+}  // namespace
+
+void quantize_into(std::span<const float> x, QuantizedTensor& out) {
+  if (static_cast<std::int64_t>(x.size()) != out.rows * out.cols)
+    throw std::invalid_argument("quantize: input has " + std::to_string(x.size()) + " values, shape " +
+                                std::to_string(out.rows) + "x" + std::to_string(out.cols) + " needs " +
+                                std::to_string(out.rows * out.cols));
+  if (out.config.format == Fp8Format::e4m3)
+    quantize_tiles<E4M3>(x.data(), out);
+  else
+    quantize_tiles<E5M2>(x.data(), out);
+}
+
+QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols,
+                         const QuantizeConfig& config) {
+  QuantizedTensor q = make_quantized_tensor(rows, cols, config);
+  quantize_into(x, q);
+  return q;
+}
+
+std::vector<float> dequantize(const QuantizedTensor& q) {
+  static const std::array<float, 256> e4m3 = decode_table<E4M3>(), e5m2 = decode_table<E5M2>();
+  const std::array<float, 256>& table = q.config.format == Fp8Format::e4m3 ? e4m3 : e5m2;
+  std::vector<float> x(q.codes.size());
+  for (std::int64_t r = 0; r < q.rows; ++r)
+    for (std::int64_t c = 0; c < q.cols; ++c) {
+      const auto i = static_cast<std::size_t>(r * q.cols + c);
+      x[i] = table[q.codes[i]] * q.scale_of(r, c);
+    }
+  return x;
+}
+
+}  // namespace fp8lab::cpu

@@ -1,0 +1,58 @@
+// Speed of the CPU 1x128 E4M3 tile quantizer on a DeepSeek-V3-size activation
+// (4096 tokens x 7168 channels, FP32), against a plain copy of the same bytes in the same
+// run on one core. Target (issue 2): quantize >= 0.3 x copy bandwidth.
+// Bytes counted: the FP32 input read once (the quantity both benchmarks move).
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/benchmark_ratios.hpp"
+#include "kernels/cpu/quantize.hpp"
+
+namespace {
+
+constexpr std::int64_t kRows = 4096, kCols = 7168;
+
+const std::vector<float>& activation() {
+  static const std::vector<float> x = [] {
+    std::vector<float> v(static_cast<std::size_t>(kRows * kCols));
+    std::mt19937 rng(1234);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& e : v) e = normal(rng);
+    return v;
+  }();
+  return x;
+}
+
+void BM_CopyFp32(benchmark::State& state) {
+  const std::vector<float>& x = activation();
+  std::vector<float> y(x.size(), 0.0f);
+  for (auto _ : state) {
+    std::memcpy(y.data(), x.data(), x.size() * sizeof(float));
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(x.size() * sizeof(float)));
+}
+
+void BM_QuantizeTile1x128E4M3(benchmark::State& state) {
+  const std::vector<float>& x = activation();
+  fp8lab::QuantizedTensor q = fp8lab::make_quantized_tensor(
+      kRows, kCols, {fp8lab::Fp8Format::e4m3, fp8lab::Granularity::tile(128), fp8lab::ScaleRule::fp32});
+  for (auto _ : state) {
+    fp8lab::cpu::quantize_into(x, q);
+    benchmark::DoNotOptimize(q.codes.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(x.size() * sizeof(float)));
+}
+
+BENCHMARK(BM_CopyFp32)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_QuantizeTile1x128E4M3)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return fp8lab::bench::run_with_ratios(argc, argv, "bytes_per_second",
+                                        {{"BM_QuantizeTile1x128E4M3", "BM_CopyFp32", "quantize 1x128 e4m3 vs copy"}});
+}

@@ -1,0 +1,21 @@
+#include "kernels/cpu/requantize_transposed.hpp"
+
+#include <stdexcept>
+
+#include "kernels/cpu/quantize.hpp"
+
+namespace fp8lab::cpu {
+
+QuantizedTensor requantize_transposed(const QuantizedTensor& in) {
+  if (in.config.granularity.kind != Granularity::Kind::tile)
+    throw std::invalid_argument("requantize_transposed: input must be quantized with tile:1xT, not " +
+                                in.config.granularity.to_string());
+  const std::vector<float> dequantized = dequantize(in);  // rows x cols
+  std::vector<float> transposed(dequantized.size());      // cols x rows
+  for (std::int64_t r = 0; r < in.rows; ++r)
+    for (std::int64_t c = 0; c < in.cols; ++c)
+      transposed[static_cast<std::size_t>(c * in.rows + r)] = dequantized[static_cast<std::size_t>(r * in.cols + c)];
+  return quantize(transposed, in.cols, in.rows, in.config);
+}
+
+}  // namespace fp8lab::cpu

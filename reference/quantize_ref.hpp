@@ -1,0 +1,35 @@
+#pragma once
+// FP64 reference for tile/block FP8 quantization, written from DESIGN.md section 2's
+// formula and sharing no code with kernels/:
+//   amax = max |x| over the tile; sf = fl32(amax / fmt_max) (rounded up to a power of two
+//   for pow2; 1 for an all-zero tile; at least 2^-126); q = RNE-satfinite(fl32(x * fl32(1/sf)));
+//   x' = fl32(q * sf).
+// A tile is tile_rows x tile_cols; element (i, j) belongs to tile (i / tile_rows, j / tile_cols),
+// so a ragged last tile is the zero-padded one.
+#include <Eigen/Dense>
+#include <cstdint>
+
+#include "reference/float_formats_ref.hpp"
+
+namespace fp8lab::ref {
+
+enum class ScaleRuleRef { fp32, pow2 };
+
+using CodeMatrix = Eigen::Matrix<std::uint32_t, Eigen::Dynamic, Eigen::Dynamic>;
+
+struct QuantizedRef {
+  CodeMatrix codes;             // rows x cols
+  Eigen::MatrixXd scales;       // ceil(rows / tile_rows) x ceil(cols / tile_cols), FP32 values
+  Eigen::MatrixXd dequantized;  // rows x cols, FP32 values
+};
+
+// x must hold FP32 values (the operand as the kernel sees it).
+QuantizedRef quantize_ref(const Eigen::MatrixXd& x, Eigen::Index tile_rows, Eigen::Index tile_cols,
+                          const FormatDefinition& format, ScaleRuleRef rule);
+
+// The backward re-quantization from the math: dequantize 1xT tiles, transpose, quantize
+// again with 1xT tiles along the transposed rows. Returns the quantization of x'^T.
+QuantizedRef requantize_transposed_ref(const QuantizedRef& tiles_1xT, Eigen::Index tile,
+                                       const FormatDefinition& format, ScaleRuleRef rule);
+
+}  // namespace fp8lab::ref
