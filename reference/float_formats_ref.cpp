@@ -38,7 +38,8 @@ double round_half_even(double n) {
   const double remainder = n - lower;  // exact: n and lower share a binade or lower is 0
   if (remainder > 0.5) return lower + 1.0;
   if (remainder < 0.5) return lower;
-  return std::fmod(lower, 2.0) == 0.0 ? lower : lower + 1.0;
+  const bool lower_is_even = std::floor(lower / 2.0) * 2.0 == lower;
+  return lower_is_even ? lower : lower + 1.0;
 }
 
 }  // namespace

@@ -1,0 +1,72 @@
+// Granularity parsing, scale-grid geometry (padding visible), and the scale rule edge cases.
+#include <catch2/catch.hpp>
+#include <stdexcept>
+
+#include "kernels/cpu/quantize.hpp"
+#include "kernels/cpu/requantize_transposed.hpp"
+
+using namespace fp8lab;
+
+TEST_CASE("granularity: parse and print round-trip, bad text says why") {
+  for (const char* text : {"tensor", "row", "tile:1x16", "tile:1x128", "tile:1x512", "block:128x128", "block:32x32"})
+    CHECK(Granularity::parse(text).to_string() == text);
+  CHECK_THROWS_WITH(Granularity::parse("tile:1x100"), Catch::Contains("not a power of two from 16 to 512"));
+  CHECK_THROWS_WITH(Granularity::parse("tile:1x1024"), Catch::Contains("not a power of two"));
+  CHECK_THROWS_WITH(Granularity::parse("tile:1x8"), Catch::Contains("not a power of two"));
+  CHECK_THROWS_WITH(Granularity::parse("tile:2x128"), Catch::Contains("tiles are 1xT"));
+  CHECK_THROWS_WITH(Granularity::parse("block:128x64"), Catch::Contains("blocks are square"));
+  CHECK_THROWS_WITH(Granularity::parse("tile:1xabc"), Catch::Contains("not a whole number"));
+  CHECK_THROWS_WITH(Granularity::parse("col"), Catch::Contains("not one of tensor, row, tile:1xT, block:BxB"));
+  CHECK_THROWS_WITH(parse_fp8_format("e3m4"), Catch::Contains("not one of e4m3, e5m2"));
+  CHECK_THROWS_WITH(parse_scale_rule("ue8m0"), Catch::Contains("not one of fp32, pow2"));
+}
+
+TEST_CASE("scale grid: ceil(rows / tile_rows) x ceil(cols / tile_cols), padding visible") {
+  const auto grid = [](Granularity g, std::int64_t rows, std::int64_t cols) {
+    const QuantizedTensor q = make_quantized_tensor(rows, cols, {Fp8Format::e4m3, g, ScaleRule::fp32});
+    return std::pair{q.scale_rows, q.scale_cols};
+  };
+  CHECK(grid(Granularity::tensor(), 70, 300) == std::pair<std::int64_t, std::int64_t>{1, 1});
+  CHECK(grid(Granularity::row(), 70, 300) == std::pair<std::int64_t, std::int64_t>{70, 1});
+  CHECK(grid(Granularity::tile(128), 70, 300) == std::pair<std::int64_t, std::int64_t>{70, 3});
+  CHECK(grid(Granularity::tile(128), 70, 256) == std::pair<std::int64_t, std::int64_t>{70, 2});
+  CHECK(grid(Granularity::block(128), 70, 300) == std::pair<std::int64_t, std::int64_t>{1, 3});
+  CHECK(grid(Granularity::block(32), 70, 300) == std::pair<std::int64_t, std::int64_t>{3, 10});
+}
+
+TEST_CASE("tile_scale: zero tile gets 1, pow2 rounds up, tiny amax is floored at 2^-126, NaN propagates") {
+  CHECK(tile_scale(0.0f, 448.0f, ScaleRule::fp32) == 1.0f);
+  CHECK(tile_scale(0.0f, 448.0f, ScaleRule::pow2) == 1.0f);
+  CHECK(tile_scale(448.0f, 448.0f, ScaleRule::fp32) == 1.0f);
+  CHECK(tile_scale(449.0f, 448.0f, ScaleRule::pow2) == 2.0f);
+  CHECK(tile_scale(300.0f, 448.0f, ScaleRule::pow2) == 1.0f);
+  CHECK(tile_scale(1e-40f, 448.0f, ScaleRule::fp32) == 0x1p-126f);
+  CHECK(std::isnan(tile_scale(std::numeric_limits<float>::quiet_NaN(), 448.0f, ScaleRule::fp32)));
+}
+
+TEST_CASE("quantize: a NaN poisons its own tile only; the scale of a 1x128 tile with NaN is NaN") {
+  std::vector<float> x(2 * 256, 1.0f);
+  x[5] = std::numeric_limits<float>::quiet_NaN();
+  const QuantizedTensor q = cpu::quantize(x, 2, 256, {Fp8Format::e4m3, Granularity::tile(128), ScaleRule::fp32});
+  CHECK(std::isnan(q.scales[0]));
+  CHECK(q.scales[1] == 1.0f / 448.0f);
+  CHECK((q.codes[5] & 0x7F) == 0x7F);
+  CHECK(q.codes[200] == 0x7E);  // 1.0 / (1/448) = 448
+}
+
+TEST_CASE("quantize: rejects a value count that does not match the shape") {
+  std::vector<float> x(10, 1.0f);
+  CHECK_THROWS_WITH(cpu::quantize(x, 3, 4, {}), Catch::Contains("needs 12"));
+}
+
+TEST_CASE("requantize_transposed: needs 1xT tiles, returns the transposed geometry") {
+  std::vector<float> x(64 * 300, 0.5f);
+  const QuantizedTensor rowwise = cpu::quantize(x, 64, 300, {Fp8Format::e4m3, Granularity::row(), ScaleRule::fp32});
+  CHECK_THROWS_WITH(cpu::requantize_transposed(rowwise), Catch::Contains("must be quantized with tile:1xT"));
+  const QuantizedTensor tiles = cpu::quantize(x, 64, 300, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::fp32});
+  const QuantizedTensor t = cpu::requantize_transposed(tiles);
+  CHECK(t.rows == 300);
+  CHECK(t.cols == 64);
+  CHECK(t.scale_rows == 300);
+  CHECK(t.scale_cols == 2);
+}
