@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# fp8lab's command line, driven as a user drives it. Usage: cli_test.sh CASE PATH/TO/fp8lab
+# Files are checked from Debian's /usr/bin/python3 with NumPy (python3-numpy, installed by
+# .ci/deps), so the .npy files are proven readable by the tool researchers use.
+set -euo pipefail
+case_name=$1
+fp8lab=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+py=/usr/bin/python3
+"$py" -c "import numpy" 2>/dev/null || { echo "FAIL: $py lacks numpy (run: bash .ci/deps)" >&2; exit 1; }
+
+fail() { echo "FAIL [$case_name]: $*" >&2; exit 1; }
+
+# expect_exit CODE CMD...: runs CMD, output in $work/out and $work/err, checks the exit code.
+expect_exit() {
+  local want=$1; shift
+  set +e; "$@" >"$work/out" 2>"$work/err"; local got=$?; set -e
+  [[ $got == "$want" ]] || fail "exit $got, want $want: $* | stderr: $(cat "$work/err")"
+}
+# expect_one_line_error FRAGMENT CMD...: exit 2, exactly one stderr line containing FRAGMENT.
+expect_one_line_error() {
+  local fragment=$1; shift
+  expect_exit 2 "$@"
+  [[ $(wc -l <"$work/err") == 1 ]] || fail "stderr is not one line: $(cat "$work/err")"
+  grep -qF -- "$fragment" "$work/err" || fail "stderr lacks '$fragment': $(cat "$work/err")"
+}
+
+make_activation() {  # 256 x 1000: K = 1000 is no multiple of 128, so the tile grid is padded
+  expect_exit 0 "$fp8lab" synth --rows 256 --cols 1000 --outlier-channels 8 --outlier-scale 100 --seed 3 -o "$work/x.npy"
+}
+
+case_help() {
+  expect_exit 0 "$fp8lab" --help
+  grep -q quantize "$work/out" && grep -q synth "$work/out" || fail "fp8lab --help does not list the commands"
+  expect_exit 0 "$fp8lab" quantize --help
+  for option in --name --format --granularity --scale --codes --scales --dequant --json --rel-floor; do
+    grep -qF -- "$option" "$work/out" || fail "quantize --help does not explain $option"
+  done
+  expect_exit 2 "$fp8lab" quantize
+  expect_exit 2 "$fp8lab" frobnicate
+}
+
+case_synth_and_quantize() {
+  make_activation
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity tensor,row,tile:1x128,block:128x128
+  for row in "tensor +1x1 " "row +256x1 " "tile:1x128 +256x8 " "block:128x128 +2x8 "; do
+    grep -qE "^$row" "$work/out" || fail "no result row '$row' in: $(cat "$work/out")"
+  done
+}
+
+case_outputs() {
+  make_activation
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --format e4m3 --granularity tile:1x128 --scale pow2 \
+    --codes "$work/c.npy" --scales "$work/s.npy" --dequant "$work/d.npy"
+  # Decode the codes with the E4M3 table written out in Python, apply the tile scales from
+  # the row-major grid, and compare with the dequantized file and the input.
+  "$py" - "$work" <<'PY' || fail "output files are inconsistent"
+import sys, numpy as np
+w = sys.argv[1]
+x, c, s, d = (np.load(f"{w}/{n}.npy") for n in "xcsd")
+assert c.dtype == np.uint8 and c.shape == (256, 1000), (c.dtype, c.shape)
+assert s.dtype == np.float32 and s.shape == (256, 8), s.shape            # ceil(1000 / 128) = 8
+assert d.dtype == np.float32 and d.shape == x.shape
+assert np.all(np.log2(s) == np.round(np.log2(s))), "pow2 scales are powers of two"
+e, m, sign = (c >> 3) & 0xF, c & 7, np.where(c & 0x80, -1.0, 1.0)
+value = sign * np.where(e == 0, m / 8.0 * 2.0**-6, (1 + m / 8.0) * 2.0**(e.astype(np.int64) - 7))
+scale = np.repeat(s, 128, axis=1)[:, :1000]
+assert np.array_equal((value * scale).astype(np.float32), d), "dequant != decode(codes) * scale"
+# Per-element bound derived in tests/reference/quantize_error_bound_test.cpp:
+# max(2^-4 |x|, sf 2^-10) + 2^-22 |x| + 2^-149.
+bound = np.maximum(2.0**-4 * np.abs(x), scale * 2.0**-10) + 2.0**-22 * np.abs(x) + 2.0**-149
+assert np.all(np.abs(d.astype(np.float64) - x) <= bound), "dequantized error beyond the derived bound"
+PY
+}
+
+case_json_report() {
+  make_activation
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity tensor,tile:1x128 --format e5m2 --json
+  "$py" - "$work/out" <<'PY' || fail "--json output is not the expected report: $(cat "$work/out")"
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+assert r["format"] == "e5m2" and r["shape"] == [256, 1000] and r["backend"] == "cpu"
+assert [g["granularity"] for g in r["results"]] == ["tensor", "tile:1x128"]
+for g in r["results"]:
+    m = g["metrics"]
+    for key in ["rel_frobenius", "sqnr_db", "deepgemm_diff", "max_abs", "max_rel", "cosine", "rel_floor"]:
+        assert math.isfinite(m[key]), key
+    assert 0 < m["rel_frobenius"] < 0.2 and m["count"] == 256000
+PY
+}
+
+case_bf16_npy() {
+  # bf16 in .npy as the structured dtype [('bf16', '<u2')], and F32 in a two-tensor safetensors.
+  "$py" - "$work" <<'PY'
+import json, struct, sys, numpy as np
+w = sys.argv[1]
+x = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
+bits = (x.view(np.uint32) >> 16).astype(np.uint16)           # truncation gives valid bf16 values
+np.save(f"{w}/b.npy", bits.view(np.dtype([("bf16", "<u2")])).reshape(64, 256))
+header = {"w": {"dtype": "F32", "shape": [64, 256], "data_offsets": [0, x.nbytes]},
+          "v": {"dtype": "F32", "shape": [64, 256], "data_offsets": [0, x.nbytes]}}
+h = json.dumps(header).encode()
+open(f"{w}/m.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + x.tobytes())
+PY
+  expect_exit 0 "$fp8lab" quantize "$work/b.npy" --granularity tile:1x64
+  grep -q "64x256 bf16 -> e4m3" "$work/out" || fail "bf16 .npy not read as bf16: $(cat "$work/out")"
+  expect_exit 0 "$fp8lab" quantize "$work/m.safetensors" --name w --granularity row
+  grep -q "m.safetensors:w: 64x256 f32" "$work/out" || fail "safetensors tensor not read: $(cat "$work/out")"
+}
+
+case_bad_inputs() {
+  make_activation
+  expect_one_line_error "missing.npy: cannot open" "$fp8lab" quantize "$work/missing.npy" --granularity row
+  head -c 3000 "$work/x.npy" >"$work/truncated.npy"
+  expect_one_line_error "truncated.npy: truncated" "$fp8lab" quantize "$work/truncated.npy" --granularity row
+  "$py" -c "
+import numpy as np
+x = np.ones((4, 8), np.float32); x[1, 3] = np.nan; np.save('$work/nan.npy', x)
+y = np.ones((4, 8), np.float32); y[2, 5] = -np.inf; np.save('$work/inf.npy', y)
+np.save('$work/cube.npy', np.ones((2, 3, 4), np.float32))
+np.save('$work/ints.npy', np.ones((2, 3), np.int32))
+np.save('$work/bytes.npy', np.ones((2, 3), np.uint8))"
+  expect_one_line_error "nan.npy: element (1, 3) is NaN" "$fp8lab" quantize "$work/nan.npy" --granularity row
+  expect_one_line_error "inf.npy: element (2, 5) is infinite" "$fp8lab" quantize "$work/inf.npy" --granularity row
+  expect_one_line_error "cube.npy: shape 2x3x4 is not 2-D" "$fp8lab" quantize "$work/cube.npy" --granularity row
+  expect_one_line_error "ints.npy: unsupported dtype '<i4'" "$fp8lab" quantize "$work/ints.npy" --granularity row
+  expect_one_line_error "bytes.npy: dtype u8 holds integers" "$fp8lab" quantize "$work/bytes.npy" --granularity row
+  expect_one_line_error "size 100 is not a power of two" "$fp8lab" quantize "$work/x.npy" --granularity tile:1x100
+  expect_one_line_error "format 'e3m4' is not one of e4m3, e5m2" "$fp8lab" quantize "$work/x.npy" --granularity row --format e3m4
+  expect_one_line_error "scale rule 'ue8m0'" "$fp8lab" quantize "$work/x.npy" --granularity row --scale ue8m0
+  expect_one_line_error "need exactly one --granularity" "$fp8lab" quantize "$work/x.npy" --granularity row,tensor --codes "$work/c.npy"
+  expect_one_line_error "x.npy: a .npy file holds one tensor" "$fp8lab" quantize "$work/x.npy" --name w --granularity row
+  expect_one_line_error "unknown tensor file type '.pt'" "$fp8lab" quantize "$work/model.pt" --granularity row
+  expect_exit 2 "$fp8lab" quantize "$work/x.npy" --granularity row --no-such-option
+  expect_one_line_error "outlier_channels must be between 0 and cols" "$fp8lab" synth --rows 4 --cols 4 --outlier-channels 9 -o "$work/s.npy"
+}
+
+case_keeps_existing_outputs() {
+  make_activation
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity row --dequant "$work/d.npy"
+  local before; before=$(sha256sum <"$work/d.npy")
+  "$py" -c "import numpy as np; x = np.ones((4, 8), np.float32); x[0, 0] = np.nan; np.save('$work/nan.npy', x)"
+  expect_exit 2 "$fp8lab" quantize "$work/nan.npy" --granularity row --dequant "$work/d.npy"
+  [[ $(sha256sum <"$work/d.npy") == "$before" ]] || fail "a failed run changed an existing output file"
+  expect_exit 2 "$fp8lab" quantize "$work/x.npy" --granularity row --dequant "$work/no/such/dir/d.npy"
+  [[ -z $(find "$work" -name '*.tmp-*') ]] || fail "a failed write left a temporary file"
+}
+
+"case_$case_name"
+echo "PASS [$case_name]"
