@@ -1,0 +1,94 @@
+// Contract: the device runs exactly kernels/formats/float_formats.hpp (RNE, satfinite or
+// nosat, canonical NaN); these kernels only apply it element-wise so tests can compare.
+#include <cuda_fp8.h>
+
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/float_formats_device.hpp"
+
+namespace fp8lab::cuda {
+namespace {
+
+template <class F>
+__global__ void decode_all_kernel(float* out) {
+  const unsigned code = threadIdx.x;
+  out[code] = decode<F>(code);
+}
+
+template <class F>
+__global__ void encode_kernel(const float* x, std::uint8_t* out, std::size_t n, Saturation saturation) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = static_cast<std::uint8_t>(encode<F>(x[i], saturation));
+}
+
+template <class F>
+__global__ void compare_with_hardware_kernel(std::uint64_t begin, unsigned long long* mismatches,
+                                             unsigned long long* first) {
+  const std::uint64_t bits = begin + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+  const float x = float_from_bits(static_cast<std::uint32_t>(bits));
+  constexpr __nv_fp8_interpretation_t kind = F::exponent_bits == 4 ? __NV_E4M3 : __NV_E5M2;
+  const unsigned hardware = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, kind);
+  if (hardware != encode<F>(x, Saturation::satfinite)) {
+    atomicAdd(mismatches, 1ull);
+    atomicMin(first, static_cast<unsigned long long>(bits));
+  }
+}
+
+template <class T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  explicit DeviceBuffer(std::size_t n) { FP8LAB_CUDA_CHECK(cudaMalloc(&ptr, n * sizeof(T) + 1)); }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+}  // namespace
+
+int device_count() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+std::vector<float> decode_all_codes_on_device(Fp8Format format) {
+  DeviceBuffer<float> out(256);
+  if (format == Fp8Format::e4m3) decode_all_kernel<E4M3><<<1, 256>>>(out.ptr);
+  else decode_all_kernel<E5M2><<<1, 256>>>(out.ptr);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+  std::vector<float> host(256);
+  FP8LAB_CUDA_CHECK(cudaMemcpy(host.data(), out.ptr, 256 * sizeof(float), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+std::vector<std::uint8_t> encode_on_device(const std::vector<float>& x, Fp8Format format, Saturation saturation) {
+  DeviceBuffer<float> in(x.size());
+  DeviceBuffer<std::uint8_t> out(x.size());
+  FP8LAB_CUDA_CHECK(cudaMemcpy(in.ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  const unsigned blocks = static_cast<unsigned>((x.size() + 255) / 256);
+  if (!x.empty()) {
+    if (format == Fp8Format::e4m3) encode_kernel<E4M3><<<blocks, 256>>>(in.ptr, out.ptr, x.size(), saturation);
+    else encode_kernel<E5M2><<<blocks, 256>>>(in.ptr, out.ptr, x.size(), saturation);
+    FP8LAB_CUDA_CHECK(cudaGetLastError());
+  }
+  std::vector<std::uint8_t> host(x.size());
+  FP8LAB_CUDA_CHECK(cudaMemcpy(host.data(), out.ptr, x.size(), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+HardwareComparison compare_with_hardware_conversion(Fp8Format format) {
+  DeviceBuffer<unsigned long long> counters(2);
+  const unsigned long long initial[2] = {0ull, 1ull << 32};
+  FP8LAB_CUDA_CHECK(cudaMemcpy(counters.ptr, initial, sizeof initial, cudaMemcpyHostToDevice));
+  constexpr std::uint64_t kChunk = 1ull << 30;  // 2^22 blocks of 256 threads per launch
+  for (std::uint64_t begin = 0; begin < (1ull << 32); begin += kChunk) {
+    if (format == Fp8Format::e4m3)
+      compare_with_hardware_kernel<E4M3><<<static_cast<unsigned>(kChunk / 256), 256>>>(begin, counters.ptr, counters.ptr + 1);
+    else
+      compare_with_hardware_kernel<E5M2><<<static_cast<unsigned>(kChunk / 256), 256>>>(begin, counters.ptr, counters.ptr + 1);
+    FP8LAB_CUDA_CHECK(cudaGetLastError());
+  }
+  unsigned long long result[2];
+  FP8LAB_CUDA_CHECK(cudaMemcpy(result, counters.ptr, sizeof result, cudaMemcpyDeviceToHost));
+  return {result[0], result[1]};
+}
+
+}  // namespace fp8lab::cuda
