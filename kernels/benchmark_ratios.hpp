@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,10 +22,15 @@ class RecordingReporter : public benchmark::ConsoleReporter {
  public:
   explicit RecordingReporter(std::string counter) : counter_(std::move(counter)) {}
   void ReportRuns(const std::vector<Run>& runs) override {
+    // With --benchmark_repetitions the median stands for the benchmark; without, the one run.
     for (const Run& run : runs) {
-      if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
+      if (run.error_occurred) continue;
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (run.run_type != Run::RT_Iteration && !median) continue;
       const auto it = run.counters.find(counter_);
-      if (it != run.counters.end()) values_[run.run_name.function_name] = it->second.value;
+      if (it == run.counters.end()) continue;
+      if (median || !medians_.contains(run.run_name.function_name)) values_[run.run_name.function_name] = it->second.value;
+      if (median) medians_.insert(run.run_name.function_name);
     }
     ConsoleReporter::ReportRuns(runs);
   }
@@ -33,6 +39,7 @@ class RecordingReporter : public benchmark::ConsoleReporter {
  private:
   std::string counter_;
   std::map<std::string, double> values_;
+  std::set<std::string> medians_;
 };
 
 // Returns the process exit code.
