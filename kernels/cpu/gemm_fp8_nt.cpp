@@ -1,0 +1,370 @@
+// The CPU emulation of an FP8 tensor-core GEMM with FP32 promotion.
+//
+// Per output element, in K order: instructions of D products; each instruction updates the
+// partial p by the accumulation model; every N_C elements p is promoted into acc and reset.
+// Fused model, one instruction with incoming p (steps of DESIGN.md section 2):
+//   E = max(exponent(p), max_k(e_a + e_b))      unnormalized exponents; 0/subnormal p -> -126
+//   S = round(p 2^(F-E)) + sum_k round(a_k b_k 2^(F-E))   round = trunc (rz) or RNE, S exact
+//   p' = S 2^(E-F) normalized to F fraction bits (same rounding)
+// a_k b_k is exact in FP32 (4-bit significands), and scaling by 2^(F-E) is exact, so each
+// term is one conversion to integer: that is what makes the vector path both exact and fast.
+//
+// Blocking: K is walked in blocks of whole instructions (kKBlock elements) so a block of A
+// rows stays in L2 and a B panel slice in L1; acc and p live in a state array between blocks.
+// Work within a K block is split over threads by (row chunk, panel chunk); every output
+// element is computed by exactly one thread in a fixed order, so threads never change results.
+#include "kernels/cpu/gemm_fp8_nt.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+
+#include "kernels/cpu/gemm_packing.hpp"
+#include "kernels/formats/float_formats.hpp"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define FP8LAB_GEMM_AVX2 1
+#endif
+
+namespace fp8lab::cpu {
+namespace {
+
+using detail::kPanel;
+using detail::PackedA;
+using detail::PackedB;
+
+constexpr std::int64_t kRowsPerTile = 4;   // micro-tile: 4 rows x one 8-column panel
+constexpr std::int64_t kKBlock = 256;      // elements of K per cache block (rounded to instructions)
+constexpr std::int64_t kRowChunk = 64;     // rows per task
+constexpr std::int64_t kPanelChunk = 16;   // panels per task
+
+struct Problem {
+  const PackedA& a;
+  const PackedB& b;
+  const GemmPlan& plan;
+  const AccumulationModel& model;
+  std::int64_t depth;
+  std::int64_t instructions;  // padded_k / depth
+  std::int64_t state_cols;    // panels * kPanel
+  float* acc;                 // padded rows x state_cols
+  float* partial;
+};
+
+bool promotes_after(const Problem& pr, std::int64_t instruction) {
+  const std::int64_t k_end = (instruction + 1) * pr.depth;
+  return k_end % pr.plan.interval == 0 || k_end == pr.plan.padded_k;
+}
+
+std::int64_t interval_of(const Problem& pr, std::int64_t instruction) {
+  return ((instruction + 1) * pr.depth - 1) / pr.plan.interval;
+}
+
+// ---- scalar model: the definition, element by element --------------------------------
+
+int exponent_of(float c) {  // unnormalized exponent of an FP32 value; 0 and subnormals: -126
+  const int biased = static_cast<int>((float_bits(c) >> 23) & 0xFF);
+  return std::max(biased, 1) - 127;
+}
+
+double round_term(double x, AccumulationModel::Rounding r) {
+  return r == AccumulationModel::Rounding::rz ? std::trunc(x) : std::nearbyint(x);
+}
+
+// S 2^(E-F) with the magnitude kept to min(F, 23) fraction bits: an FP32 value.
+float normalize(std::int64_t sum, int exponent, const AccumulationModel& model) {
+  if (sum == 0) return 0.0f;
+  const int kept = std::min(model.fraction_bits, 23);
+  auto magnitude = static_cast<std::uint64_t>(sum < 0 ? -sum : sum);
+  const int leading = static_cast<int>(std::bit_width(magnitude)) - 1;
+  if (leading > kept) {
+    const int drop = leading - kept;
+    const std::uint64_t remainder = magnitude & ((1ull << drop) - 1);
+    magnitude >>= drop;
+    if (model.rounding == AccumulationModel::Rounding::rne) {
+      const std::uint64_t half = 1ull << (drop - 1);
+      if (remainder > half || (remainder == half && (magnitude & 1))) ++magnitude;
+    }
+    magnitude <<= drop;
+  }
+  const double value = std::ldexp(static_cast<double>(magnitude), exponent - model.fraction_bits);
+  return static_cast<float>(sum < 0 ? -value : value);
+}
+
+// One instruction: the partial c and `count` products. Non-finite inputs: the FP64 sum decides.
+float fused_instruction(float c, const float* a, const std::int32_t* ea, const float* b, const std::int32_t* eb,
+                        std::int64_t b_stride, std::int64_t count, const AccumulationModel& model) {
+  bool finite = std::isfinite(c);
+  int e = exponent_of(c);
+  for (std::int64_t k = 0; k < count; ++k) {
+    finite = finite && std::isfinite(a[k]) && std::isfinite(b[k * b_stride]);
+    e = std::max(e, ea[k] + eb[k * b_stride]);
+  }
+  if (!finite) {
+    double sum = c;
+    for (std::int64_t k = 0; k < count; ++k) sum += static_cast<double>(a[k]) * b[k * b_stride];
+    return std::isnan(sum) ? float_from_bits(0x7FFFFFFFu) : static_cast<float>(sum);
+  }
+  const double scale = std::ldexp(1.0, model.fraction_bits - e);
+  auto sum = static_cast<std::int64_t>(round_term(c * scale, model.rounding));
+  for (std::int64_t k = 0; k < count; ++k)
+    sum += static_cast<std::int64_t>(round_term(static_cast<double>(a[k]) * b[k * b_stride] * scale, model.rounding));
+  return normalize(sum, e, model);
+}
+
+void tile_generic(const Problem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin, std::int64_t i_end) {
+  const bool fp32_model = pr.model.kind == AccumulationModel::Kind::fp32;
+  for (std::int64_t r = row0; r < row0 + kRowsPerTile; ++r)
+    for (std::int64_t lane = 0; lane < kPanel; ++lane) {
+      const auto state = static_cast<std::size_t>(r * pr.state_cols + panel * kPanel + lane);
+      float acc = pr.acc[state], p = pr.partial[state];
+      for (std::int64_t i = i_begin; i < i_end; ++i) {
+        const std::int64_t k0 = i * pr.depth;
+        const float* a = &pr.a.value[static_cast<std::size_t>(r * pr.a.padded_k + k0)];
+        const std::int32_t* ea = &pr.a.exponent[static_cast<std::size_t>(r * pr.a.padded_k + k0)];
+        const auto b_at = static_cast<std::size_t>((panel * pr.b.padded_k + k0) * kPanel + lane);
+        if (fp32_model) {
+          for (std::int64_t k = 0; k < pr.depth; ++k) p = std::fma(a[k], pr.b.value[b_at + k * kPanel], p);
+        } else {
+          p = fused_instruction(p, a, ea, &pr.b.value[b_at], &pr.b.exponent[b_at], kPanel, pr.depth, pr.model);
+        }
+        if (promotes_after(pr, i)) {
+          const std::int64_t j = interval_of(pr, i);
+          const float s = pr.a.scale[static_cast<std::size_t>(r * pr.plan.intervals + j)] *
+                          pr.b.scale[static_cast<std::size_t>((panel * pr.plan.intervals + j) * kPanel + lane)];
+          acc = std::fma(p, s, acc);
+          p = 0.0f;
+        }
+      }
+      pr.acc[state] = acc;
+      pr.partial[state] = p;
+    }
+}
+
+#ifdef FP8LAB_GEMM_AVX2
+// The same arithmetic, 8 output columns per vector, 4 rows per tile (see the file comment).
+void tile_fused_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,
+                     std::int64_t i_end) {
+  const int F = pr.model.fraction_bits;
+  const bool rz = pr.model.rounding == AccumulationModel::Rounding::rz;
+  const __m256i keep_mask = _mm256_set1_epi32(static_cast<int>(~((1u << (23 - F)) - 1u)));
+  const __m256i rne_bias = _mm256_set1_epi32(F < 23 ? (1 << (22 - F)) - 1 : 0);
+  const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(127), all_ones = _mm256_set1_epi32(-1);
+  const __m256i scale_exponent = _mm256_set1_epi32(127 + F), unscale_exponent = _mm256_set1_epi32(127 - F);
+  __m256 acc[kRowsPerTile], p[kRowsPerTile];
+  for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
+    const auto state = static_cast<std::size_t>((row0 + r) * pr.state_cols + panel * kPanel);
+    acc[r] = _mm256_loadu_ps(pr.acc + state);
+    p[r] = _mm256_loadu_ps(pr.partial + state);
+  }
+  for (std::int64_t i = i_begin; i < i_end; ++i) {
+    const std::int64_t k0 = i * pr.depth;
+    const float* bv = &pr.b.value[static_cast<std::size_t>((panel * pr.b.padded_k + k0) * kPanel)];
+    const std::int32_t* be = &pr.b.exponent[static_cast<std::size_t>((panel * pr.b.padded_k + k0) * kPanel)];
+    const float* av[kRowsPerTile];
+    const std::int32_t* ae[kRowsPerTile];
+    __m256i e[kRowsPerTile];
+    // E starts from exponent(p); the products can only raise it where their bound
+    // max_k e_a + max_k e_b exceeds it, so the exact max over k is skipped when no lane needs it.
+    const __m256i b_max = _mm256_set1_epi32(pr.b.instruction_max[static_cast<std::size_t>(panel * pr.instructions + i)]);
+    bool products_matter = false;
+    for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
+      av[r] = &pr.a.value[static_cast<std::size_t>((row0 + r) * pr.a.padded_k + k0)];
+      ae[r] = &pr.a.exponent[static_cast<std::size_t>((row0 + r) * pr.a.padded_k + k0)];
+      const __m256i biased = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(p[r]), 23), _mm256_set1_epi32(0xFF));
+      e[r] = _mm256_sub_epi32(_mm256_max_epi32(biased, one), bias);
+      const __m256i bound = _mm256_add_epi32(
+          b_max, _mm256_set1_epi32(pr.a.instruction_max[static_cast<std::size_t>((row0 + r) * pr.instructions + i)]));
+      products_matter = products_matter || !_mm256_testz_si256(_mm256_cmpgt_epi32(bound, e[r]), all_ones);
+    }
+    if (products_matter)
+      for (std::int64_t k = 0; k < pr.depth; ++k) {
+        const __m256i eb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(be + k * kPanel));
+        for (std::int64_t r = 0; r < kRowsPerTile; ++r)
+          e[r] = _mm256_max_epi32(e[r], _mm256_add_epi32(_mm256_set1_epi32(ae[r][k]), eb));
+      }
+    __m256 scale[kRowsPerTile];
+    __m256i sum[kRowsPerTile];
+    for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
+      scale[r] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(scale_exponent, e[r]), 23));
+      const __m256 c = _mm256_mul_ps(p[r], scale[r]);
+      sum[r] = rz ? _mm256_cvttps_epi32(c) : _mm256_cvtps_epi32(c);
+    }
+    if (rz) {
+      for (std::int64_t k = 0; k < pr.depth; ++k) {
+        const __m256 b = _mm256_loadu_ps(bv + k * kPanel);
+        for (std::int64_t r = 0; r < kRowsPerTile; ++r)
+          sum[r] = _mm256_add_epi32(
+              sum[r], _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(av[r][k]), b), scale[r])));
+      }
+    } else {
+      for (std::int64_t k = 0; k < pr.depth; ++k) {
+        const __m256 b = _mm256_loadu_ps(bv + k * kPanel);
+        for (std::int64_t r = 0; r < kRowsPerTile; ++r)
+          sum[r] = _mm256_add_epi32(
+              sum[r], _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(av[r][k]), b), scale[r])));
+      }
+    }
+    // S is below 2^24 (checked by the caller), so the conversion to FP32 is exact; then keep
+    // F fraction bits of the sign-magnitude pattern and scale by 2^(E-F).
+    for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
+      __m256i bits = _mm256_castps_si256(_mm256_cvtepi32_ps(sum[r]));
+      if (!rz) {
+        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 23 - F), one);
+        bits = _mm256_add_epi32(bits, _mm256_add_epi32(rne_bias, lsb));
+      }
+      bits = _mm256_and_si256(bits, keep_mask);
+      const __m256 unscale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e[r], unscale_exponent), 23));
+      p[r] = _mm256_mul_ps(_mm256_castsi256_ps(bits), unscale);
+    }
+    if (promotes_after(pr, i)) {
+      const std::int64_t j = interval_of(pr, i);
+      const __m256 sb = _mm256_loadu_ps(&pr.b.scale[static_cast<std::size_t>((panel * pr.plan.intervals + j) * kPanel)]);
+      for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
+        const __m256 s = _mm256_mul_ps(_mm256_set1_ps(pr.a.scale[static_cast<std::size_t>((row0 + r) * pr.plan.intervals + j)]), sb);
+        acc[r] = _mm256_fmadd_ps(p[r], s, acc[r]);
+        p[r] = _mm256_setzero_ps();
+      }
+    }
+  }
+  for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
+    const auto state = static_cast<std::size_t>((row0 + r) * pr.state_cols + panel * kPanel);
+    _mm256_storeu_ps(pr.acc + state, acc[r]);
+    _mm256_storeu_ps(pr.partial + state, p[r]);
+  }
+}
+
+// fp32 model: p = fma(a_k, b_k, p) in K order, 4 rows x 2 panels (8 independent FMA chains).
+template <int kPanels>
+void tile_fp32_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel0, std::int64_t i_begin, std::int64_t i_end) {
+  __m256 acc[kRowsPerTile][kPanels], p[kRowsPerTile][kPanels];
+  for (std::int64_t r = 0; r < kRowsPerTile; ++r)
+    for (int q = 0; q < kPanels; ++q) {
+      const auto state = static_cast<std::size_t>((row0 + r) * pr.state_cols + (panel0 + q) * kPanel);
+      acc[r][q] = _mm256_loadu_ps(pr.acc + state);
+      p[r][q] = _mm256_loadu_ps(pr.partial + state);
+    }
+  for (std::int64_t i = i_begin; i < i_end; ++i) {
+    const std::int64_t k0 = i * pr.depth;
+    const float* av[kRowsPerTile];
+    for (std::int64_t r = 0; r < kRowsPerTile; ++r)
+      av[r] = &pr.a.value[static_cast<std::size_t>((row0 + r) * pr.a.padded_k + k0)];
+    const float* bv[kPanels];
+    for (int q = 0; q < kPanels; ++q)
+      bv[q] = &pr.b.value[static_cast<std::size_t>(((panel0 + q) * pr.b.padded_k + k0) * kPanel)];
+    for (std::int64_t k = 0; k < pr.depth; ++k) {
+      __m256 b[kPanels];
+      for (int q = 0; q < kPanels; ++q) b[q] = _mm256_loadu_ps(bv[q] + k * kPanel);
+      for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
+        const __m256 a = _mm256_set1_ps(av[r][k]);
+        for (int q = 0; q < kPanels; ++q) p[r][q] = _mm256_fmadd_ps(a, b[q], p[r][q]);
+      }
+    }
+    if (promotes_after(pr, i)) {
+      const std::int64_t j = interval_of(pr, i);
+      for (int q = 0; q < kPanels; ++q) {
+        const __m256 sb =
+            _mm256_loadu_ps(&pr.b.scale[static_cast<std::size_t>(((panel0 + q) * pr.plan.intervals + j) * kPanel)]);
+        for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
+          const __m256 s = _mm256_mul_ps(_mm256_set1_ps(pr.a.scale[static_cast<std::size_t>((row0 + r) * pr.plan.intervals + j)]), sb);
+          acc[r][q] = _mm256_fmadd_ps(p[r][q], s, acc[r][q]);
+          p[r][q] = _mm256_setzero_ps();
+        }
+      }
+    }
+  }
+  for (std::int64_t r = 0; r < kRowsPerTile; ++r)
+    for (int q = 0; q < kPanels; ++q) {
+      const auto state = static_cast<std::size_t>((row0 + r) * pr.state_cols + (panel0 + q) * kPanel);
+      _mm256_storeu_ps(pr.acc + state, acc[r][q]);
+      _mm256_storeu_ps(pr.partial + state, p[r][q]);
+    }
+}
+#endif
+
+// Can the vector path hold S exactly? |S| <= (4 D + 2) 2^F must stay below 2^24 (exact FP32
+// conversion) and every term below 2^31 (conversion to int32).
+bool vector_path_holds(const AccumulationModel& m) {
+  if (m.kind == AccumulationModel::Kind::fp32) return true;
+  return m.fraction_bits <= 23 && (4.0 * m.depth + 2.0) * std::ldexp(1.0, m.fraction_bits) <= std::ldexp(1.0, 24);
+}
+
+void run_task(const Problem& pr, std::int64_t row_begin, std::int64_t row_end, std::int64_t panel_begin,
+              std::int64_t panel_end, std::int64_t i_begin, std::int64_t i_end, bool vector_path) {
+#ifdef FP8LAB_GEMM_AVX2
+  if (vector_path) {
+    const bool fp32_model = pr.model.kind == AccumulationModel::Kind::fp32;
+    for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile) {
+      std::int64_t panel = panel_begin;
+      if (fp32_model) {
+        for (; panel + 2 <= panel_end; panel += 2) tile_fp32_avx2<2>(pr, r, panel, i_begin, i_end);
+        for (; panel < panel_end; ++panel) tile_fp32_avx2<1>(pr, r, panel, i_begin, i_end);
+      } else {
+        for (; panel < panel_end; ++panel) tile_fused_avx2(pr, r, panel, i_begin, i_end);
+      }
+    }
+    return;
+  }
+#endif
+  (void)vector_path;
+  for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile)
+    for (std::int64_t panel = panel_begin; panel < panel_end; ++panel) tile_generic(pr, r, panel, i_begin, i_end);
+}
+
+void check_selection(const std::vector<std::int64_t>& selection, std::int64_t extent, const char* what) {
+  for (std::int64_t i : selection)
+    if (i < 0 || i >= extent)
+      throw std::invalid_argument(std::string("sampled ") + what + " index " + std::to_string(i) + " is outside 0.." +
+                                  std::to_string(extent - 1));
+}
+
+}  // namespace
+
+std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
+                           const GemmOptions& options) {
+  const GemmPlan plan = plan_gemm(a, b, config);
+  check_selection(options.rows, a.rows, "row");
+  check_selection(options.cols, b.rows, "column");
+  const std::int64_t depth = config.accumulation.kind == AccumulationModel::Kind::fp32 ? 32 : config.accumulation.depth;
+
+  // A's rows are padded to whole 4-row tiles with zero rows (their outputs are dropped).
+  bool all_finite = true;
+  const PackedA pa = detail::pack_a(a, plan, depth, options.rows, kRowsPerTile, all_finite);
+  const PackedB pb = detail::pack_b(b, plan, depth, options.cols, all_finite);
+  const std::int64_t out_rows = pa.rows, padded_rows = pa.padded_rows;
+  const std::int64_t instructions = plan.padded_k / depth;
+
+  const std::int64_t state_cols = pb.panels * kPanel;
+  std::vector<float> acc(static_cast<std::size_t>(padded_rows * state_cols), 0.0f);
+  std::vector<float> partial(acc.size(), 0.0f);
+  const Problem pr{pa, pb, plan, config.accumulation, depth, instructions, state_cols, acc.data(), partial.data()};
+  const bool vector_path = !options.force_generic && all_finite && vector_path_holds(config.accumulation);
+
+  const std::int64_t block_instructions = std::max<std::int64_t>(1, kKBlock / depth);
+  const std::int64_t row_chunks = (padded_rows + kRowChunk - 1) / kRowChunk;
+  const std::int64_t panel_chunks = (pb.panels + kPanelChunk - 1) / kPanelChunk;
+  const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  for (std::int64_t i_begin = 0; i_begin < instructions; i_begin += block_instructions) {
+    const std::int64_t i_end = std::min(instructions, i_begin + block_instructions);
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+    for (std::int64_t task = 0; task < row_chunks * panel_chunks; ++task) {
+      const std::int64_t rc = task / panel_chunks, qc = task % panel_chunks;
+      run_task(pr, rc * kRowChunk, std::min(padded_rows, (rc + 1) * kRowChunk), qc * kPanelChunk,
+               std::min(pb.panels, (qc + 1) * kPanelChunk), i_begin, i_end, vector_path);
+    }
+  }
+
+  std::vector<float> out(static_cast<std::size_t>(out_rows * pb.cols));
+  for (std::int64_t r = 0; r < out_rows; ++r)
+    for (std::int64_t c = 0; c < pb.cols; ++c) {
+      const float v = acc[static_cast<std::size_t>(r * state_cols + c)];
+      out[static_cast<std::size_t>(r * pb.cols + c)] =
+          config.output == OutputType::bf16 ? decode<BF16>(encode<BF16>(v, Saturation::nosat)) : v;
+    }
+  return out;
+}
+
+}  // namespace fp8lab::cpu

@@ -1,0 +1,28 @@
+#pragma once
+// CPU backend FP8 GEMM: C = A * B^T on quantized operands, computing bit for bit what the
+// accumulation model + promotion of kernels/gemm_config.hpp define (the Hopper tensor-core
+// model by default), multithreaded (OpenMP) and vectorized (AVX2 where the build has it).
+//
+// Layout: A is M x K (tile:1xT, row or tensor scales), B is N x K (block:BxB, row or tensor
+// scales), both K-major; C is M x N row-major, or |rows| x |cols| for a sampled subset.
+// K is zero-padded to a multiple of the instruction depth.
+// Results do not depend on the thread count: every output element is one fixed sequence.
+#include <cstdint>
+#include <vector>
+
+#include "kernels/gemm_config.hpp"
+#include "kernels/quantization.hpp"
+
+namespace fp8lab::cpu {
+
+struct GemmOptions {
+  int threads = 0;             // 0: all cores (OpenMP default)
+  bool force_generic = false;  // tests: take the scalar path even where the vector path applies
+  // Sampling: compute only these output rows / columns (empty: all). Sorted or not, any order.
+  std::vector<std::int64_t> rows, cols;
+};
+
+std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
+                           const GemmOptions& options = {});
+
+}  // namespace fp8lab::cpu

@@ -1,0 +1,112 @@
+#include "kernels/cpu/gemm_packing.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "kernels/formats/float_formats.hpp"
+
+namespace fp8lab::cpu::detail {
+namespace {
+
+struct CodeTable {
+  std::array<float, 256> value;
+  std::array<std::int32_t, 256> exponent;  // unnormalized: min_exponent for zero and subnormals
+  std::array<bool, 256> finite;
+};
+
+template <class F>
+CodeTable make_table() {
+  CodeTable t{};
+  for (std::uint32_t code = 0; code < 256; ++code) {
+    t.value[code] = decode<F>(code);
+    t.finite[code] = std::isfinite(t.value[code]);
+    const std::int32_t field = static_cast<std::int32_t>((code & 0x7F) >> F::mantissa_bits);
+    t.exponent[code] = field == 0 ? FormatLayout<F>::min_exponent : field - F::bias;
+  }
+  return t;
+}
+
+const CodeTable& table_for(Fp8Format format) {
+  static const CodeTable e4m3 = make_table<E4M3>(), e5m2 = make_table<E5M2>();
+  return format == Fp8Format::e4m3 ? e4m3 : e5m2;
+}
+
+std::vector<std::int64_t> all_or(const std::vector<std::int64_t>& selection, std::int64_t count) {
+  if (!selection.empty()) return selection;
+  std::vector<std::int64_t> all(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) all[static_cast<std::size_t>(i)] = i;
+  return all;
+}
+
+float interval_scale(const QuantizedTensor& q, std::int64_t row, std::int64_t interval_start) {
+  return q.scale_of(row, std::min(interval_start, q.cols - 1));
+}
+
+}  // namespace
+
+PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth,
+               const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool& all_finite) {
+  const CodeTable& table = table_for(q.config.format);
+  const std::vector<std::int64_t> rows = all_or(selection, q.rows);
+  const std::int64_t instructions = plan.padded_k / depth;
+  PackedA p;
+  p.rows = static_cast<std::int64_t>(rows.size());
+  p.padded_rows = (p.rows + row_multiple - 1) / row_multiple * row_multiple;
+  p.padded_k = plan.padded_k;
+  const std::int32_t padding_exponent = table.exponent[0];
+  p.value.assign(static_cast<std::size_t>(p.padded_rows * p.padded_k), 0.0f);
+  p.exponent.assign(p.value.size(), padding_exponent);
+  p.instruction_max.assign(static_cast<std::size_t>(p.padded_rows * instructions), padding_exponent);
+  p.scale.assign(static_cast<std::size_t>(p.padded_rows * plan.intervals), 1.0f);
+  for (std::int64_t i = 0; i < p.rows; ++i) {
+    const std::int64_t row = rows[static_cast<std::size_t>(i)];
+    const std::uint8_t* codes = q.codes.data() + row * q.cols;
+    for (std::int64_t k = 0; k < q.cols; ++k) {
+      const auto at = static_cast<std::size_t>(i * p.padded_k + k);
+      p.value[at] = table.value[codes[k]];
+      p.exponent[at] = table.exponent[codes[k]];
+      all_finite = all_finite && table.finite[codes[k]];
+      std::int32_t& m = p.instruction_max[static_cast<std::size_t>(i * instructions + k / depth)];
+      m = std::max(m, p.exponent[at]);
+    }
+    for (std::int64_t j = 0; j < plan.intervals; ++j)
+      p.scale[static_cast<std::size_t>(i * plan.intervals + j)] = interval_scale(q, row, j * plan.interval);
+  }
+  return p;
+}
+
+PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth,
+               const std::vector<std::int64_t>& selection, bool& all_finite) {
+  const CodeTable& table = table_for(q.config.format);
+  const std::vector<std::int64_t> cols = all_or(selection, q.rows);
+  const std::int64_t instructions = plan.padded_k / depth;
+  PackedB p;
+  p.cols = static_cast<std::int64_t>(cols.size());
+  p.panels = (p.cols + kPanel - 1) / kPanel;
+  p.padded_k = plan.padded_k;
+  const std::int32_t padding_exponent = table.exponent[0];
+  p.value.assign(static_cast<std::size_t>(p.panels * p.padded_k * kPanel), 0.0f);
+  p.exponent.assign(p.value.size(), padding_exponent);
+  p.instruction_max.assign(static_cast<std::size_t>(p.panels * instructions), padding_exponent);
+  p.scale.assign(static_cast<std::size_t>(p.panels * plan.intervals * kPanel), 1.0f);
+  for (std::int64_t c = 0; c < p.cols; ++c) {
+    const std::int64_t col = cols[static_cast<std::size_t>(c)];
+    const std::int64_t panel = c / kPanel, lane = c % kPanel;
+    const std::uint8_t* codes = q.codes.data() + col * q.cols;
+    for (std::int64_t k = 0; k < q.cols; ++k) {
+      const auto at = static_cast<std::size_t>((panel * p.padded_k + k) * kPanel + lane);
+      p.value[at] = table.value[codes[k]];
+      p.exponent[at] = table.exponent[codes[k]];
+      all_finite = all_finite && table.finite[codes[k]];
+      std::int32_t& m = p.instruction_max[static_cast<std::size_t>(panel * instructions + k / depth)];
+      m = std::max(m, p.exponent[at]);
+    }
+    for (std::int64_t j = 0; j < plan.intervals; ++j)
+      p.scale[static_cast<std::size_t>((panel * plan.intervals + j) * kPanel + lane)] =
+          interval_scale(q, col, j * plan.interval);
+  }
+  return p;
+}
+
+}  // namespace fp8lab::cpu::detail

@@ -1,0 +1,38 @@
+#pragma once
+// Internal to the CPU GEMM: operands unpacked once into what the accumulation model needs
+// per element (the unscaled code value and its unnormalized exponent) and the scales per
+// promotion interval, in the layouts the inner loops read.
+#include <cstdint>
+#include <vector>
+
+#include "kernels/gemm_config.hpp"
+
+namespace fp8lab::cpu::detail {
+
+inline constexpr std::int64_t kPanel = 8;  // B columns per panel: one AVX2 vector of FP32
+
+struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` are zero
+  std::int64_t rows = 0, padded_rows = 0, padded_k = 0;
+  std::vector<float> value;
+  std::vector<std::int32_t> exponent;
+  std::vector<std::int32_t> instruction_max;  // rows x instructions: max exponent per instruction block
+  std::vector<float> scale;                   // rows x intervals
+};
+
+struct PackedB {         // panels of kPanel columns: [panel][k][lane]
+  std::int64_t cols = 0, panels = 0, padded_k = 0;
+  std::vector<float> value;
+  std::vector<std::int32_t> exponent;
+  std::vector<std::int32_t> instruction_max;  // panels x instructions
+  std::vector<float> scale;                   // [panel][interval][lane]
+};
+
+// `selection` lists the rows of q to take (all when empty). A's rows are padded with zeros
+// to a multiple of `row_multiple` (whole micro-tiles). `all_finite` is cleared when a taken
+// code is NaN or inf.
+PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth,
+               const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool& all_finite);
+PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth,
+               const std::vector<std::int64_t>& selection, bool& all_finite);
+
+}  // namespace fp8lab::cpu::detail

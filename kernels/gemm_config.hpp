@@ -1,0 +1,69 @@
+#pragma once
+// What an FP8 GEMM computes, shared by every backend (DESIGN.md section 2):
+//   C[M, N] = A[M, K] * B[N, K]^T   (NT, both operands K-major, as DeepGEMM)
+// on FP8 codes with one scale per tile/block. Every N_C elements of K the partial p (an
+// accumulation of unscaled code products, started from 0) is promoted on the CUDA cores:
+//   s = fl32(s_a * s_b);  acc = fma32(p, s, acc);  output = acc (FP32) or RNE(acc) (BF16).
+// How p is accumulated is the accumulation model:
+//   hopper                     = bits:13,depth:32,round:rz (Khattak & Mikaitis 2025; MMA-Sim)
+//   bits:F,depth:D,round:rz|rne  one fused D-term step per instruction: align every term to the
+//                                largest unnormalized exponent E, keep F fraction bits of each
+//                                (truncated or rounded), sum exactly, normalize the sum to F bits
+//   fp32                       = p = fma32(a_k, b_k, p) for k in order (ideal promotion baseline)
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "kernels/quantization.hpp"
+
+namespace fp8lab {
+
+struct AccumulationModel {
+  enum class Kind { fused, fp32 };
+  enum class Rounding { rz, rne };
+  Kind kind = Kind::fused;
+  int fraction_bits = 13;  // F
+  int depth = 32;          // D, products per instruction (wgmma FP8: k = 32)
+  Rounding rounding = Rounding::rz;
+
+  static AccumulationModel hopper() { return {}; }
+  static AccumulationModel fp32() { return {Kind::fp32, 23, 32, Rounding::rne}; }
+  // "hopper", "fp32" or "bits:F,depth:D,round:rz|rne"; throws std::invalid_argument saying why.
+  static AccumulationModel parse(std::string_view text);
+  std::string to_string() const;
+  bool operator==(const AccumulationModel&) const = default;
+};
+
+// Promotion every `elements` of K, or never (one partial over all of K).
+struct PromotionInterval {
+  std::int64_t elements = 128;
+  bool never = false;
+  static PromotionInterval parse(std::string_view text);  // "128", "never"
+  std::string to_string() const;
+};
+
+enum class OutputType { fp32, bf16 };
+OutputType parse_output_type(std::string_view text);
+const char* output_type_name(OutputType t);
+
+struct GemmConfig {
+  AccumulationModel accumulation;
+  PromotionInterval promotion;
+  OutputType output = OutputType::fp32;
+};
+
+// The geometry a valid GEMM runs with.
+struct GemmPlan {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t padded_k = 0;  // K rounded up to a multiple of the instruction depth (32)
+  std::int64_t interval = 0;  // N_C in elements (= padded_k for never)
+  std::int64_t intervals = 0;
+};
+
+// Checks a, b and the config against each other and returns the plan; throws
+// std::invalid_argument with the reason: mismatched K or format, a promotion interval that
+// is no multiple of the instruction depth, or one that does not divide a scale's extent
+// along K (the scale would change inside one partial).
+GemmPlan plan_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config);
+
+}  // namespace fp8lab
