@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "kernels/cpu/gemm_packing.hpp"
@@ -34,11 +35,11 @@ namespace fp8lab::cpu {
 namespace {
 
 using detail::kPanel;
+using detail::kRowsPerTile;  // micro-tile: 4 rows x one 8-column panel
 using detail::PackedA;
 using detail::PackedB;
 
-constexpr std::int64_t kRowsPerTile = 4;   // micro-tile: 4 rows x one 8-column panel
-constexpr std::int64_t kKBlock = 256;      // elements of K per cache block (rounded to instructions)
+constexpr std::int64_t kKBlock = 512;      // elements of K per cache block (rounded to instructions)
 constexpr std::int64_t kRowChunk = 64;     // rows per task
 constexpr std::int64_t kPanelChunk = 16;   // panels per task
 
@@ -163,29 +164,40 @@ void tile_fused_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel, s
   for (std::int64_t i = i_begin; i < i_end; ++i) {
     const std::int64_t k0 = i * pr.depth;
     const float* bv = &pr.b.value[static_cast<std::size_t>((panel * pr.b.padded_k + k0) * kPanel)];
-    const std::int32_t* be = &pr.b.exponent[static_cast<std::size_t>((panel * pr.b.padded_k + k0) * kPanel)];
-    const float* av[kRowsPerTile];
-    const std::int32_t* ae[kRowsPerTile];
+    const float* at = &pr.a.tile_value[static_cast<std::size_t>(((row0 / kRowsPerTile) * pr.a.padded_k + k0) * kRowsPerTile)];
     __m256i e[kRowsPerTile];
     // E starts from exponent(p); the products can only raise it where their bound
     // max_k e_a + max_k e_b exceeds it, so the exact max over k is skipped when no lane needs it.
     const __m256i b_max = _mm256_set1_epi32(pr.b.instruction_max[static_cast<std::size_t>(panel * pr.instructions + i)]);
     bool products_matter = false;
     for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
-      av[r] = &pr.a.value[static_cast<std::size_t>((row0 + r) * pr.a.padded_k + k0)];
-      ae[r] = &pr.a.exponent[static_cast<std::size_t>((row0 + r) * pr.a.padded_k + k0)];
       const __m256i biased = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(p[r]), 23), _mm256_set1_epi32(0xFF));
       e[r] = _mm256_sub_epi32(_mm256_max_epi32(biased, one), bias);
       const __m256i bound = _mm256_add_epi32(
           b_max, _mm256_set1_epi32(pr.a.instruction_max[static_cast<std::size_t>((row0 + r) * pr.instructions + i)]));
       products_matter = products_matter || !_mm256_testz_si256(_mm256_cmpgt_epi32(bound, e[r]), all_ones);
     }
-    if (products_matter)
+    if (products_matter) {
+      // All 32 outputs at once in int8 (exponent sums lie in [-28, 30]), then widened per row:
+      // byte r * 8 + lane of e8 is output (row r, lane). A's 4 exponents are spread to 8 copies
+      // each by one in-lane byte shuffle; B's 8 fill the 4 quarters by one broadcast.
+      const std::int8_t* ta = &pr.a.tile_exponent[static_cast<std::size_t>(((row0 / kRowsPerTile) * pr.a.padded_k + k0) * kRowsPerTile)];
+      const std::int8_t* tb = &pr.b.lane_exponent[static_cast<std::size_t>((panel * pr.b.padded_k + k0) * kPanel)];
+      const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                              2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+      __m256i e8 = _mm256_set1_epi8(-128);
       for (std::int64_t k = 0; k < pr.depth; ++k) {
-        const __m256i eb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(be + k * kPanel));
-        for (std::int64_t r = 0; r < kRowsPerTile; ++r)
-          e[r] = _mm256_max_epi32(e[r], _mm256_add_epi32(_mm256_set1_epi32(ae[r][k]), eb));
+        std::int32_t a4;
+        std::int64_t b8;
+        std::memcpy(&a4, ta + k * kRowsPerTile, sizeof a4);
+        std::memcpy(&b8, tb + k * kPanel, sizeof b8);
+        const __m256i ea = _mm256_shuffle_epi8(_mm256_set1_epi32(a4), spread);
+        e8 = _mm256_max_epi8(e8, _mm256_add_epi8(ea, _mm256_set1_epi64x(b8)));
       }
+      const __m128i low = _mm256_castsi256_si128(e8), high = _mm256_extracti128_si256(e8, 1);
+      const __m128i rows8[kRowsPerTile] = {low, _mm_srli_si128(low, 8), high, _mm_srli_si128(high, 8)};
+      for (std::int64_t r = 0; r < kRowsPerTile; ++r) e[r] = _mm256_max_epi32(e[r], _mm256_cvtepi8_epi32(rows8[r]));
+    }
     __m256 scale[kRowsPerTile];
     __m256i sum[kRowsPerTile];
     for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
@@ -198,14 +210,14 @@ void tile_fused_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel, s
         const __m256 b = _mm256_loadu_ps(bv + k * kPanel);
         for (std::int64_t r = 0; r < kRowsPerTile; ++r)
           sum[r] = _mm256_add_epi32(
-              sum[r], _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(av[r][k]), b), scale[r])));
+              sum[r], _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(at[k * kRowsPerTile + r]), b), scale[r])));
       }
     } else {
       for (std::int64_t k = 0; k < pr.depth; ++k) {
         const __m256 b = _mm256_loadu_ps(bv + k * kPanel);
         for (std::int64_t r = 0; r < kRowsPerTile; ++r)
           sum[r] = _mm256_add_epi32(
-              sum[r], _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(av[r][k]), b), scale[r])));
+              sum[r], _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(at[k * kRowsPerTile + r]), b), scale[r])));
       }
     }
     // S is below 2^24 (checked by the caller), so the conversion to FP32 is exact; then keep
@@ -249,9 +261,7 @@ void tile_fp32_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel0, s
     }
   for (std::int64_t i = i_begin; i < i_end; ++i) {
     const std::int64_t k0 = i * pr.depth;
-    const float* av[kRowsPerTile];
-    for (std::int64_t r = 0; r < kRowsPerTile; ++r)
-      av[r] = &pr.a.value[static_cast<std::size_t>((row0 + r) * pr.a.padded_k + k0)];
+    const float* at = &pr.a.tile_value[static_cast<std::size_t>(((row0 / kRowsPerTile) * pr.a.padded_k + k0) * kRowsPerTile)];
     const float* bv[kPanels];
     for (int q = 0; q < kPanels; ++q)
       bv[q] = &pr.b.value[static_cast<std::size_t>(((panel0 + q) * pr.b.padded_k + k0) * kPanel)];
@@ -259,7 +269,7 @@ void tile_fp32_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel0, s
       __m256 b[kPanels];
       for (int q = 0; q < kPanels; ++q) b[q] = _mm256_loadu_ps(bv[q] + k * kPanel);
       for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
-        const __m256 a = _mm256_set1_ps(av[r][k]);
+        const __m256 a = _mm256_set1_ps(at[k * kRowsPerTile + r]);
         for (int q = 0; q < kPanels; ++q) p[r][q] = _mm256_fmadd_ps(a, b[q], p[r][q]);
       }
     }
@@ -297,14 +307,16 @@ void run_task(const Problem& pr, std::int64_t row_begin, std::int64_t row_end, s
 #ifdef FP8LAB_GEMM_AVX2
   if (vector_path) {
     const bool fp32_model = pr.model.kind == AccumulationModel::Kind::fp32;
-    for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile) {
+    // Panel-outer: one B panel slice stays in L1 while the task's A rows stream past it.
+    if (fp32_model) {
       std::int64_t panel = panel_begin;
-      if (fp32_model) {
-        for (; panel + 2 <= panel_end; panel += 2) tile_fp32_avx2<2>(pr, r, panel, i_begin, i_end);
-        for (; panel < panel_end; ++panel) tile_fp32_avx2<1>(pr, r, panel, i_begin, i_end);
-      } else {
-        for (; panel < panel_end; ++panel) tile_fused_avx2(pr, r, panel, i_begin, i_end);
-      }
+      for (; panel + 2 <= panel_end; panel += 2)
+        for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile) tile_fp32_avx2<2>(pr, r, panel, i_begin, i_end);
+      for (; panel < panel_end; ++panel)
+        for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile) tile_fp32_avx2<1>(pr, r, panel, i_begin, i_end);
+    } else {
+      for (std::int64_t panel = panel_begin; panel < panel_end; ++panel)
+        for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile) tile_fused_avx2(pr, r, panel, i_begin, i_end);
     }
     return;
   }

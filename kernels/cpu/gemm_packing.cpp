@@ -59,6 +59,8 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   p.exponent.assign(p.value.size(), padding_exponent);
   p.instruction_max.assign(static_cast<std::size_t>(p.padded_rows * instructions), padding_exponent);
   p.scale.assign(static_cast<std::size_t>(p.padded_rows * plan.intervals), 1.0f);
+  bool finite = true;
+#pragma omp parallel for reduction(&& : finite)
   for (std::int64_t i = 0; i < p.rows; ++i) {
     const std::int64_t row = rows[static_cast<std::size_t>(i)];
     const std::uint8_t* codes = q.codes.data() + row * q.cols;
@@ -66,13 +68,24 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
       const auto at = static_cast<std::size_t>(i * p.padded_k + k);
       p.value[at] = table.value[codes[k]];
       p.exponent[at] = table.exponent[codes[k]];
-      all_finite = all_finite && table.finite[codes[k]];
+      finite = finite && table.finite[codes[k]];
       std::int32_t& m = p.instruction_max[static_cast<std::size_t>(i * instructions + k / depth)];
       m = std::max(m, p.exponent[at]);
     }
     for (std::int64_t j = 0; j < plan.intervals; ++j)
       p.scale[static_cast<std::size_t>(i * plan.intervals + j)] = interval_scale(q, row, j * plan.interval);
   }
+  all_finite = all_finite && finite;
+  p.tile_value.resize(p.value.size());
+  p.tile_exponent.resize(p.value.size());
+#pragma omp parallel for
+  for (std::int64_t i = 0; i < p.padded_rows; ++i)
+    for (std::int64_t k = 0; k < p.padded_k; ++k) {
+      const auto from = static_cast<std::size_t>(i * p.padded_k + k);
+      const auto to = static_cast<std::size_t>(((i / kRowsPerTile) * p.padded_k + k) * kRowsPerTile + i % kRowsPerTile);
+      p.tile_value[to] = p.value[from];
+      p.tile_exponent[to] = static_cast<std::int8_t>(p.exponent[from]);
+    }
   return p;
 }
 
@@ -90,22 +103,27 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   p.exponent.assign(p.value.size(), padding_exponent);
   p.instruction_max.assign(static_cast<std::size_t>(p.panels * instructions), padding_exponent);
   p.scale.assign(static_cast<std::size_t>(p.panels * plan.intervals * kPanel), 1.0f);
-  for (std::int64_t c = 0; c < p.cols; ++c) {
-    const std::int64_t col = cols[static_cast<std::size_t>(c)];
-    const std::int64_t panel = c / kPanel, lane = c % kPanel;
-    const std::uint8_t* codes = q.codes.data() + col * q.cols;
-    for (std::int64_t k = 0; k < q.cols; ++k) {
-      const auto at = static_cast<std::size_t>((panel * p.padded_k + k) * kPanel + lane);
-      p.value[at] = table.value[codes[k]];
-      p.exponent[at] = table.exponent[codes[k]];
-      all_finite = all_finite && table.finite[codes[k]];
-      std::int32_t& m = p.instruction_max[static_cast<std::size_t>(panel * instructions + k / depth)];
-      m = std::max(m, p.exponent[at]);
+  bool finite = true;
+  // Parallel over panels: the lanes of one panel share its instruction_max entries.
+#pragma omp parallel for reduction(&& : finite)
+  for (std::int64_t panel = 0; panel < p.panels; ++panel)
+    for (std::int64_t lane = 0; lane < kPanel && panel * kPanel + lane < p.cols; ++lane) {
+      const std::int64_t col = cols[static_cast<std::size_t>(panel * kPanel + lane)];
+      const std::uint8_t* codes = q.codes.data() + col * q.cols;
+      for (std::int64_t k = 0; k < q.cols; ++k) {
+        const auto at = static_cast<std::size_t>((panel * p.padded_k + k) * kPanel + lane);
+        p.value[at] = table.value[codes[k]];
+        p.exponent[at] = table.exponent[codes[k]];
+        finite = finite && table.finite[codes[k]];
+        std::int32_t& m = p.instruction_max[static_cast<std::size_t>(panel * instructions + k / depth)];
+        m = std::max(m, p.exponent[at]);
+      }
+      for (std::int64_t j = 0; j < plan.intervals; ++j)
+        p.scale[static_cast<std::size_t>((panel * plan.intervals + j) * kPanel + lane)] =
+            interval_scale(q, col, j * plan.interval);
     }
-    for (std::int64_t j = 0; j < plan.intervals; ++j)
-      p.scale[static_cast<std::size_t>((panel * plan.intervals + j) * kPanel + lane)] =
-          interval_scale(q, col, j * plan.interval);
-  }
+  all_finite = all_finite && finite;
+  p.lane_exponent.assign(p.exponent.begin(), p.exponent.end());  // same [panel][k][lane] order, as int8
   return p;
 }
 

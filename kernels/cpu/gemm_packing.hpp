@@ -9,7 +9,11 @@
 
 namespace fp8lab::cpu::detail {
 
-inline constexpr std::int64_t kPanel = 8;  // B columns per panel: one AVX2 vector of FP32
+inline constexpr std::int64_t kPanel = 8;        // B columns per panel: one AVX2 vector of FP32
+inline constexpr std::int64_t kRowsPerTile = 4;  // A rows per micro-tile
+// The vector path reads A per micro-tile, [tile][k][row], so a tile's 4 values of one k share
+// 16 bytes, and exponents as int8 (4 bytes per k for A, 8 for B): the exponent max of a
+// 4 x 8 micro-tile is then one 32-byte add + max per k.
 
 struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` are zero
   std::int64_t rows = 0, padded_rows = 0, padded_k = 0;
@@ -17,6 +21,8 @@ struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` 
   std::vector<std::int32_t> exponent;
   std::vector<std::int32_t> instruction_max;  // rows x instructions: max exponent per instruction block
   std::vector<float> scale;                   // rows x intervals
+  std::vector<float> tile_value;              // [row tile][k][row in tile]
+  std::vector<std::int8_t> tile_exponent;     // [row tile][k][row in tile]
 };
 
 struct PackedB {         // panels of kPanel columns: [panel][k][lane]
@@ -25,6 +31,7 @@ struct PackedB {         // panels of kPanel columns: [panel][k][lane]
   std::vector<std::int32_t> exponent;
   std::vector<std::int32_t> instruction_max;  // panels x instructions
   std::vector<float> scale;                   // [panel][interval][lane]
+  std::vector<std::int8_t> lane_exponent;     // [panel][k][lane]
 };
 
 // `selection` lists the rows of q to take (all when empty). A's rows are padded with zeros
