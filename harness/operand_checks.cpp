@@ -22,4 +22,12 @@ void require_matrix(const Tensor& tensor, const std::filesystem::path& file) {
     throw TensorFileError(file, "shape " + tensor.shape_string() + " is empty");
 }
 
+MatrixOperand load_matrix_operand(const std::filesystem::path& file, const std::string& name) {
+  const Tensor tensor = read_tensor_file(file, name);
+  require_matrix(tensor, file);
+  MatrixOperand m{tensor.shape[0], tensor.shape[1], tensor.dtype, tensor.to_float32(file)};
+  require_finite(m.values, m.cols, file);
+  return m;
+}
+
 }  // namespace fp8lab

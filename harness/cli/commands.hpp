@@ -14,5 +14,6 @@ struct Command {
 
 Command add_quantize_command(CLI::App& app);
 Command add_synth_command(CLI::App& app);
+Command add_gemm_command(CLI::App& app);
 
 }  // namespace fp8lab::cli

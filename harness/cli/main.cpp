@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "fp8lab 0.1.0");
   const std::vector<fp8lab::cli::Command> commands = {fp8lab::cli::add_quantize_command(app),
+                                                      fp8lab::cli::add_gemm_command(app),
                                                       fp8lab::cli::add_synth_command(app)};
   try {
     app.parse(argc, argv);

@@ -64,11 +64,9 @@ int run_quantize(const QuantizeOptions& o) {
   const Fp8Format format = parse_fp8_format(o.format);
   const ScaleRule rule = parse_scale_rule(o.scale);
 
-  const Tensor tensor = read_tensor_file(o.tensor, o.name);
-  require_matrix(tensor, o.tensor);
-  const std::int64_t rows = tensor.shape[0], cols = tensor.shape[1];
-  const std::vector<float> x = tensor.to_float32(o.tensor);
-  require_finite(x, cols, o.tensor);
+  const MatrixOperand operand = load_matrix_operand(o.tensor, o.name);
+  const std::int64_t rows = operand.rows, cols = operand.cols;
+  const std::vector<float>& x = operand.values;
 
   double floor = o.rel_floor;
   if (floor < 0) {
@@ -77,12 +75,12 @@ int run_quantize(const QuantizeOptions& o) {
     floor = 0.01 * std::sqrt(sum2 / static_cast<double>(x.size()));
   }
 
-  nlohmann::json report = {{"tensor", o.tensor},   {"name", o.name},        {"dtype", dtype_name(tensor.dtype)},
+  nlohmann::json report = {{"tensor", o.tensor},   {"name", o.name},        {"dtype", dtype_name(operand.dtype)},
                            {"shape", {rows, cols}}, {"format", o.format},    {"scale_rule", o.scale},
                            {"backend", "cpu"},      {"rel_floor", floor},    {"results", nlohmann::json::array()}};
   if (!o.json) {
     std::printf("%s%s%s: %lldx%lld %s -> %s, scale rule %s\n", o.tensor.c_str(), o.name.empty() ? "" : ":",
-                o.name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols), dtype_name(tensor.dtype),
+                o.name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols), dtype_name(operand.dtype),
                 o.format.c_str(), o.scale.c_str());
     std::printf("dequantized vs input; max_rel over |x| > %.4g%s\n", floor,
                 o.rel_floor < 0 ? " (1% of the input's RMS)" : "");

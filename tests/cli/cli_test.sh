@@ -32,10 +32,15 @@ make_activation() {  # 256 x 1000: K = 1000 is no multiple of 128, so the tile g
 
 case_help() {
   expect_exit 0 "$fp8lab" --help
-  grep -q quantize "$work/out" && grep -q synth "$work/out" || fail "fp8lab --help does not list the commands"
+  grep -q quantize "$work/out" && grep -q synth "$work/out" && grep -q gemm "$work/out" || fail "fp8lab --help does not list the commands"
   expect_exit 0 "$fp8lab" quantize --help
   for option in --name --format --granularity --scale --codes --scales --dequant --json --rel-floor; do
     grep -qF -- "$option" "$work/out" || fail "quantize --help does not explain $option"
+  done
+  expect_exit 0 "$fp8lab" gemm --help
+  for option in --a --b --a-name --b-name --a-granularity --b-granularity --format --scale --accum --promotion \
+                --output --out --sample-rows --sample-cols --json; do
+    grep -qF -- "$option" "$work/out" || fail "gemm --help does not explain $option"
   done
   expect_exit 2 "$fp8lab" quantize
   expect_exit 2 "$fp8lab" frobnicate
@@ -145,6 +150,59 @@ case_keeps_existing_outputs() {
   [[ $(sha256sum <"$work/d.npy") == "$before" ]] || fail "a failed run changed an existing output file"
   expect_exit 2 "$fp8lab" quantize "$work/x.npy" --granularity row --dequant "$work/no/such/dir/d.npy"
   [[ -z $(find "$work" -name '*.tmp-*') ]] || fail "a failed write left a temporary file"
+}
+
+make_gemm_operands() {  # A: 96 x 640 activations with outliers, B: 80 x 640 weights (K = 640: 5 tiles)
+  expect_exit 0 "$fp8lab" synth --rows 96 --cols 640 --outlier-channels 4 --outlier-scale 50 --seed 5 -o "$work/a.npy"
+  expect_exit 0 "$fp8lab" synth --rows 80 --cols 640 --seed 6 -o "$work/b.npy"
+}
+
+case_gemm_report() {
+  make_gemm_operands
+  expect_exit 0 "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --out "$work/c.npy"
+  for row in quantization accumulation total; do
+    grep -qE "^$row +[0-9.e+-]+ +[0-9.]+ " "$work/out" || fail "no '$row' error row in: $(cat "$work/out")"
+  done
+  grep -q "accumulation hopper, promotion every 128" "$work/out" || fail "configuration not stated: $(cat "$work/out")"
+  # C from the file against NumPy's FP64 product of the originals: the total error is E4M3-sized.
+  "$py" - "$work" <<'PY' || fail "C is not A * B^T"
+import sys, numpy as np
+w = sys.argv[1]
+a, b, c = (np.load(f"{w}/{n}.npy").astype(np.float64) for n in "abc")
+ref = a @ b.T
+assert c.shape == (96, 80)
+rel = np.linalg.norm(c - ref) / np.linalg.norm(ref)
+assert 1e-3 < rel < 0.1, rel     # E4M3 operand rounding is ~2^-4 per element; averaged down, never zero
+PY
+}
+
+case_gemm_json_and_sampling() {
+  make_gemm_operands
+  expect_exit 0 "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --accum bits:16,depth:16,round:rne \
+    --promotion 64 --output bf16 --sample-rows 24 --sample-cols 40 --seed 1 --json --out "$work/c.npy"
+  "$py" - "$work" <<'PY' || fail "sampled --json report is not as expected: $(cat "$work/out")"
+import json, sys, numpy as np
+w = sys.argv[1]
+r = json.load(open(f"{w}/out"))
+assert r["accumulation"] == "bits:16,depth:16,round:rne" and r["promotion"] == "64" and r["output"] == "bf16"
+assert r["rows_computed"] == 24 and r["cols_computed"] == 40
+for key in ["quantization", "accumulation_error", "total"]:
+    lo, hi = r[key]["ci95"]["rel_frobenius"]
+    assert lo <= hi, key
+assert np.load(f"{w}/c.npy").shape == (24, 40)
+PY
+}
+
+case_gemm_bad_inputs() {
+  make_gemm_operands
+  expect_exit 0 "$fp8lab" synth --rows 8 --cols 300 --seed 1 -o "$work/k300.npy"
+  expect_one_line_error "must share K" "$fp8lab" gemm --a "$work/a.npy" --b "$work/k300.npy"
+  expect_one_line_error "does not divide A's scale extent 128 along K" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --promotion 256
+  expect_one_line_error "promotion interval never does not divide" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --promotion never
+  expect_one_line_error "not a multiple of the instruction depth 32" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --a-granularity row --b-granularity row --promotion 48
+  expect_one_line_error "accumulation model 'tf32'" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --accum tf32
+  expect_one_line_error "missing.npy: cannot open" "$fp8lab" gemm --a "$work/missing.npy" --b "$work/b.npy"
+  expect_exit 2 "$fp8lab" gemm --a "$work/a.npy"
 }
 
 "case_$case_name"

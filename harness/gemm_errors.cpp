@@ -1,0 +1,112 @@
+#include "harness/gemm_errors.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "reference/fp8_gemm_ref.hpp"
+
+namespace fp8lab {
+namespace {
+
+std::vector<std::int64_t> all_or(const std::vector<std::int64_t>& selection, std::int64_t count) {
+  if (!selection.empty()) return selection;
+  std::vector<std::int64_t> all(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) all[static_cast<std::size_t>(i)] = i;
+  return all;
+}
+
+Eigen::MatrixXd select_rows(std::span<const float> x, std::int64_t cols, const std::vector<std::int64_t>& rows) {
+  Eigen::MatrixXd m(static_cast<Eigen::Index>(rows.size()), cols);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::int64_t k = 0; k < cols; ++k) m(static_cast<Eigen::Index>(i), k) = x[static_cast<std::size_t>(rows[i] * cols + k)];
+  return m;
+}
+
+// Exact FP64 dequantization of the selected rows through the reference (one scale row per
+// selected row, so the reference's tile arithmetic sees tile_rows = 1).
+Eigen::MatrixXd dequantize_rows(const QuantizedTensor& q, const std::vector<std::int64_t>& rows) {
+  const auto n = static_cast<Eigen::Index>(rows.size());
+  ref::CodeMatrix codes(n, q.cols);
+  Eigen::MatrixXd scales(n, q.scale_cols);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const std::int64_t r = rows[static_cast<std::size_t>(i)];
+    for (std::int64_t k = 0; k < q.cols; ++k) codes(i, k) = q.codes[static_cast<std::size_t>(r * q.cols + k)];
+    for (std::int64_t t = 0; t < q.scale_cols; ++t)
+      scales(i, t) = q.scales[static_cast<std::size_t>((r / q.tile_rows) * q.scale_cols + t)];
+  }
+  const ref::Fp8OperandRef view{&codes, &scales, 1, q.tile_cols,
+                                q.config.format == Fp8Format::e4m3 ? &ref::e4m3() : &ref::e5m2()};
+  return ref::dequantize_fp64(view);
+}
+
+ErrorWithInterval compare(const Eigen::MatrixXd& y, const Eigen::MatrixXd& r, double floor, std::int64_t rows_total) {
+  // Eigen's default storage is column-major; metrics take row-major spans of the same order for both.
+  const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> yr = y, rr = r;
+  ErrorWithInterval e;
+  e.metrics = error_metrics(std::span<const double>(yr.data(), static_cast<std::size_t>(yr.size())),
+                            std::span<const double>(rr.data(), static_cast<std::size_t>(rr.size())), floor);
+  e.sampled = y.rows() < rows_total;
+  if (!e.sampled) return e;
+  std::vector<double> err2, ref2, both2;
+  for (Eigen::Index i = 0; i < y.rows(); ++i) {
+    double a = 0, b = 0, c = 0;
+    for (Eigen::Index j = 0; j < y.cols(); ++j) {
+      const double d = yr(i, j) - rr(i, j);
+      a += d * d;
+      b += rr(i, j) * rr(i, j);
+      c += yr(i, j) * yr(i, j) + rr(i, j) * rr(i, j);
+    }
+    err2.push_back(a);
+    ref2.push_back(b);
+    both2.push_back(c);
+  }
+  const Interval95 r2 = ratio_interval(err2, ref2, rows_total);
+  e.rel_frobenius = {std::sqrt(r2.low), std::sqrt(r2.high)};
+  const double inf = std::numeric_limits<double>::infinity();
+  e.sqnr_db = {r2.high > 0 ? -10.0 * std::log10(r2.high) : inf, r2.low > 0 ? -10.0 * std::log10(r2.low) : inf};
+  e.deepgemm_diff = ratio_interval(err2, both2, rows_total);
+  return e;
+}
+
+}  // namespace
+
+Interval95 ratio_interval(const std::vector<double>& u, const std::vector<double>& v, std::int64_t population) {
+  const auto n = static_cast<double>(u.size());
+  double su = 0, sv = 0;
+  for (std::size_t i = 0; i < u.size(); ++i) {
+    su += u[i];
+    sv += v[i];
+  }
+  if (u.size() < 2 || sv <= 0) return {0, std::numeric_limits<double>::infinity()};
+  const double ratio = su / sv, mean_v = sv / n;
+  double s2 = 0;
+  for (std::size_t i = 0; i < u.size(); ++i) s2 += (u[i] - ratio * v[i]) * (u[i] - ratio * v[i]);
+  s2 /= (n - 1);
+  const double finite_population = std::max(0.0, 1.0 - n / static_cast<double>(population));
+  const double se = std::sqrt(finite_population * s2 / n) / mean_v;
+  return {std::max(0.0, ratio - 1.96 * se), ratio + 1.96 * se};
+}
+
+GemmErrors gemm_errors(std::span<const float> a, std::span<const float> b, const QuantizedTensor& qa,
+                       const QuantizedTensor& qb, std::span<const float> out, const std::vector<std::int64_t>& rows,
+                       const std::vector<std::int64_t>& cols) {
+  const std::vector<std::int64_t> r = all_or(rows, qa.rows), c = all_or(cols, qb.rows);
+  const Eigen::MatrixXd original = ref::gemm_fp64(select_rows(a, qa.cols, r), select_rows(b, qb.cols, c));
+  const Eigen::MatrixXd dequantized = ref::gemm_fp64(dequantize_rows(qa, r), dequantize_rows(qb, c));
+  Eigen::MatrixXd backend(original.rows(), original.cols());
+  for (Eigen::Index i = 0; i < backend.rows(); ++i)
+    for (Eigen::Index j = 0; j < backend.cols(); ++j)
+      backend(i, j) = out[static_cast<std::size_t>(i * backend.cols() + j)];
+  const double floor = 0.01 * std::sqrt(original.squaredNorm() / static_cast<double>(std::max<Eigen::Index>(1, original.size())));
+  GemmErrors g;
+  g.rows_computed = static_cast<std::int64_t>(r.size());
+  g.rows_total = qa.rows;
+  g.cols_computed = static_cast<std::int64_t>(c.size());
+  g.cols_total = qb.rows;
+  g.quantization = compare(dequantized, original, floor, qa.rows);
+  g.accumulation = compare(backend, dequantized, floor, qa.rows);
+  g.total = compare(backend, original, floor, qa.rows);
+  return g;
+}
+
+}  // namespace fp8lab
