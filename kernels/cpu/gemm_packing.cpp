@@ -43,6 +43,20 @@ float interval_scale(const QuantizedTensor& q, std::int64_t row, std::int64_t in
   return q.scale_of(row, std::min(interval_start, q.cols - 1));
 }
 
+// One operand row of codes into values and exponents written `stride` apart, raising the
+// per-instruction exponent maxima; returns whether every code was finite.
+bool unpack_row(const CodeTable& table, const std::uint8_t* codes, std::int64_t count, std::int64_t depth,
+                std::int64_t stride, float* value, std::int32_t* exponent, std::int32_t* instruction_max) {
+  bool finite = true;
+  for (std::int64_t k = 0; k < count; ++k) {
+    value[k * stride] = table.value[codes[k]];
+    exponent[k * stride] = table.exponent[codes[k]];
+    finite = finite && table.finite[codes[k]];
+    instruction_max[k / depth] = std::max(instruction_max[k / depth], exponent[k * stride]);
+  }
+  return finite;
+}
+
 }  // namespace
 
 PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth,
@@ -63,15 +77,9 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
 #pragma omp parallel for reduction(&& : finite)
   for (std::int64_t i = 0; i < p.rows; ++i) {
     const std::int64_t row = rows[static_cast<std::size_t>(i)];
-    const std::uint8_t* codes = q.codes.data() + row * q.cols;
-    for (std::int64_t k = 0; k < q.cols; ++k) {
-      const auto at = static_cast<std::size_t>(i * p.padded_k + k);
-      p.value[at] = table.value[codes[k]];
-      p.exponent[at] = table.exponent[codes[k]];
-      finite = finite && table.finite[codes[k]];
-      std::int32_t& m = p.instruction_max[static_cast<std::size_t>(i * instructions + k / depth)];
-      m = std::max(m, p.exponent[at]);
-    }
+    const auto at = static_cast<std::size_t>(i * p.padded_k);
+    finite = unpack_row(table, q.codes.data() + row * q.cols, q.cols, depth, 1, &p.value[at], &p.exponent[at],
+                        &p.instruction_max[static_cast<std::size_t>(i * instructions)]) && finite;
     for (std::int64_t j = 0; j < plan.intervals; ++j)
       p.scale[static_cast<std::size_t>(i * plan.intervals + j)] = interval_scale(q, row, j * plan.interval);
   }
@@ -109,15 +117,9 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   for (std::int64_t panel = 0; panel < p.panels; ++panel)
     for (std::int64_t lane = 0; lane < kPanel && panel * kPanel + lane < p.cols; ++lane) {
       const std::int64_t col = cols[static_cast<std::size_t>(panel * kPanel + lane)];
-      const std::uint8_t* codes = q.codes.data() + col * q.cols;
-      for (std::int64_t k = 0; k < q.cols; ++k) {
-        const auto at = static_cast<std::size_t>((panel * p.padded_k + k) * kPanel + lane);
-        p.value[at] = table.value[codes[k]];
-        p.exponent[at] = table.exponent[codes[k]];
-        finite = finite && table.finite[codes[k]];
-        std::int32_t& m = p.instruction_max[static_cast<std::size_t>(panel * instructions + k / depth)];
-        m = std::max(m, p.exponent[at]);
-      }
+      const auto at = static_cast<std::size_t>(panel * p.padded_k * kPanel + lane);
+      finite = unpack_row(table, q.codes.data() + col * q.cols, q.cols, depth, kPanel, &p.value[at], &p.exponent[at],
+                          &p.instruction_max[static_cast<std::size_t>(panel * instructions)]) && finite;
       for (std::int64_t j = 0; j < plan.intervals; ++j)
         p.scale[static_cast<std::size_t>((panel * plan.intervals + j) * kPanel + lane)] =
             interval_scale(q, col, j * plan.interval);
