@@ -33,9 +33,12 @@ class NormalSource {
   bool has_spare_ = false;
 };
 
-// 0 for gaussian, NU for student-t:NU.
+constexpr int kUniform = -1;
+
+// 0 for gaussian, NU for student-t:NU, kUniform for uniform.
 int degrees_of_freedom(std::string_view distribution) {
   if (distribution == "gaussian") return 0;
+  if (distribution == "uniform") return kUniform;
   constexpr std::string_view prefix = "student-t:";
   if (distribution.starts_with(prefix)) {
     const std::string_view digits = distribution.substr(prefix.size());
@@ -44,7 +47,7 @@ int degrees_of_freedom(std::string_view distribution) {
     if (error == std::errc() && end == digits.data() + digits.size() && nu >= 1 && nu <= 1000) return nu;
   }
   throw std::invalid_argument("distribution '" + std::string(distribution) +
-                              "' is not gaussian or student-t:NU (NU a whole number from 1 to 1000)");
+                              "' is not gaussian, uniform or student-t:NU (NU a whole number from 1 to 1000)");
 }
 
 }  // namespace
@@ -77,7 +80,7 @@ std::vector<float> synthesize(const SyntheticSpec& spec) {
   std::vector<float> x(static_cast<std::size_t>(spec.rows * spec.cols));
   for (std::int64_t r = 0; r < spec.rows; ++r)
     for (std::int64_t c = 0; c < spec.cols; ++c) {
-      double v = normal.next();
+      double v = nu == kUniform ? static_cast<double>(normal.engine()() >> 11) * 0x1p-53 : normal.next();
       if (nu > 0) {
         double chi2 = 0;
         for (int k = 0; k < nu; ++k) {

@@ -5,6 +5,7 @@
 //
 //   gaussian        x = z,                     z ~ N(0, 1)
 //   student-t:NU    x = z / sqrt(chi2_NU / NU)  (heavy tails; NU a whole number >= 1)
+//   uniform         x ~ U(0, 1)                (positive: sums with no cancellation)
 // then every element of an outlier channel (column) is multiplied by outlier_scale: LLM
 // activations carry a few channels far larger than the rest (LLM.int8, SmoothQuant).
 #include <cstdint>
@@ -16,7 +17,7 @@ namespace fp8lab {
 
 struct SyntheticSpec {
   std::int64_t rows = 0, cols = 0;
-  std::string distribution = "gaussian";  // "gaussian" or "student-t:NU"
+  std::string distribution = "gaussian";  // "gaussian", "student-t:NU" or "uniform"
   std::int64_t outlier_channels = 0;       // the first columns of a seeded shuffle
   double outlier_scale = 1.0;
   std::uint64_t seed = 0;

@@ -15,5 +15,10 @@ struct Command {
 Command add_quantize_command(CLI::App& app);
 Command add_synth_command(CLI::App& app);
 Command add_gemm_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
+Command add_compare_command(CLI::App& app);
+Command add_merge_command(CLI::App& app);
+Command add_layers_command(CLI::App& app);
 
 }  // namespace fp8lab::cli

@@ -1,0 +1,94 @@
+// fp8lab run / report / compare / merge / layers: studies to HDF5 and back.
+#include <charconv>
+#include <cstdio>
+#include <memory>
+
+#include "data/layer_catalog.hpp"
+#include "harness/cli/commands.hpp"
+#include "harness/results/results_report.hpp"
+#include "harness/study/runner.hpp"
+
+namespace fp8lab::cli {
+namespace {
+
+void parse_shard(const std::string& text, RunOptions& o) {
+  const std::size_t slash = text.find('/');
+  const bool ok = slash != std::string::npos &&
+                  std::from_chars(text.data(), text.data() + slash, o.shard_index).ec == std::errc() &&
+                  std::from_chars(text.data() + slash + 1, text.data() + text.size(), o.shard_count).ec == std::errc();
+  if (!ok) throw std::invalid_argument("--shard '" + text + "' is not I/N (e.g. 0/4)");
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("run", "Run a study (experiments/*.toml) and write its results to HDF5");
+  auto o = std::make_shared<RunOptions>();
+  auto shard = std::make_shared<std::string>();
+  sub->add_option("SPEC", o->spec, "Study spec (.toml)")->required();
+  sub->add_option("-o,--out", o->out, "Results file (default results/<study>.h5)");
+  sub->add_option("--backend", o->backend, "cpu, cuda or auto (auto: cuda when available, else cpu)")->capture_default_str();
+  sub->add_flag("--resume", o->resume, "Complete an interrupted results file: compute only the missing points");
+  sub->add_option("--shard", *shard, "Run only points I, I+N, I+2N, ... of the grid (I/N), for splitting across machines");
+  sub->add_option("--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
+  sub->add_flag("--quiet", o->quiet, "No progress on stderr");
+  return {sub, [o, shard] {
+            if (!shard->empty()) parse_shard(*shard, *o);
+            const std::filesystem::path out = run_study(*o);
+            std::printf("%s", report_table(out).c_str());
+            std::printf("wrote %s\n", out.string().c_str());
+            return 0;
+          }};
+}
+
+Command add_report_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("report", "Print the summary table of a results file");
+  auto file = std::make_shared<std::string>();
+  sub->add_option("RESULTS", *file, "Results file (.h5)")->required();
+  return {sub, [file] {
+            std::printf("%s", report_table(*file).c_str());
+            return 0;
+          }};
+}
+
+Command add_compare_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "compare", "Compare a results file with a baseline; exit 1 with a table of every metric that got worse");
+  auto base = std::make_shared<std::string>(), next = std::make_shared<std::string>();
+  auto rtol = std::make_shared<double>(1e-6);
+  sub->add_option("BASELINE", *base, "Baseline results (.h5)")->required();
+  sub->add_option("NEW", *next, "New results (.h5)")->required();
+  sub->add_option("--rtol", *rtol, "Relative tolerance before a change counts as worse")->capture_default_str();
+  return {sub, [base, next, rtol] {
+            const Comparison c = compare_results(*base, *next, *rtol);
+            std::printf("%s", c.table().c_str());
+            return c.worse.empty() ? 0 : 1;
+          }};
+}
+
+Command add_merge_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("merge", "Merge shard results files (fp8lab run --shard) into one");
+  auto out = std::make_shared<std::string>();
+  auto shards = std::make_shared<std::vector<std::string>>();
+  sub->add_option("OUT", *out, "Merged results file (must not exist)")->required();
+  sub->add_option("SHARDS", *shards, "Shard results files")->required();
+  return {sub, [out, shards] {
+            merge_results(*out, std::vector<std::filesystem::path>(shards->begin(), shards->end()));
+            std::printf("%s", report_table(*out).c_str());
+            return 0;
+          }};
+}
+
+Command add_layers_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("layers", "List the catalog of real model layer shapes");
+  return {sub, [] {
+            std::printf("%-26s %12s %12s  %s\n", "layer", "out (N)", "in (K)", "source");
+            for (const LayerShape& l : load_layer_catalog())
+              std::printf("%-26s %12lld %12lld  %s\n", l.name.c_str(), static_cast<long long>(l.out_features),
+                          static_cast<long long>(l.in_features), l.source.c_str());
+            std::printf("(any shape: layer = \"shape:NxK\"; catalog file %s)\n", layer_catalog_path().c_str());
+            return 0;
+          }};
+}
+
+}  // namespace fp8lab::cli

@@ -1,0 +1,181 @@
+#include "harness/results/results_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <numeric>
+#include <set>
+#include <stdexcept>
+
+#include "harness/results/results_file.hpp"
+
+namespace fp8lab {
+namespace {
+
+// Columns that identify or describe a point rather than vary in a study.
+bool bookkeeping(const std::string& name) {
+  return name == "point_key" || name == "skip_reason" || name == "operand_source" || name == "grid_index";
+}
+
+bool higher_is_worse(const std::string& metric) {
+  for (const char* suffix : {"_rel_frobenius", "_deepgemm_diff", "_max_abs", "_max_rel"})
+    if (metric.ends_with(suffix)) return true;
+  return false;
+}
+
+bool lower_is_worse(const std::string& metric) { return metric.ends_with("_sqnr_db") || metric.ends_with("_cosine"); }
+
+std::string format_number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", v);
+  return text;
+}
+
+}  // namespace
+
+std::string report_table(const std::filesystem::path& file) {
+  const ResultsFile r = ResultsFile::open(file, false);
+  std::vector<std::pair<std::string, std::vector<std::string>>> cells;  // column -> formatted values
+  for (const ColumnDef& c : r.columns()) {
+    if (bookkeeping(c.name)) continue;
+    if (c.type == ColumnDef::Type::str) {
+      const std::vector<std::string> v = r.read_str(c.name);
+      if (std::set<std::string>(v.begin(), v.end()).size() > 1 || c.name == "status") cells.emplace_back(c.name, v);
+    } else if (c.type == ColumnDef::Type::f64 && (c.name.ends_with("_rel_frobenius") || c.name == "total_sqnr_db")) {
+      std::vector<std::string> v;
+      for (double x : r.read_f64(c.name)) v.push_back(format_number(x));
+      cells.emplace_back(c.name, v);
+    }
+  }
+  std::string out = file.string() + ": study " + r.root_attribute("study") + ", " + std::to_string(r.rows()) +
+                    " points, backend " + r.root_attribute("backend") + ", git " + r.root_attribute("git_sha").substr(0, 12) +
+                    (r.root_attribute("git_dirty") == "true" ? " (dirty)" : "") + "\n";
+  std::vector<std::size_t> width;
+  for (const auto& [name, values] : cells) {
+    std::size_t w = name.size();
+    for (const std::string& v : values) w = std::max(w, v.size());
+    width.push_back(w);
+  }
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    out += cells[c].first;
+    out.append(width[c] - cells[c].first.size() + 2, ' ');
+  }
+  out += "\n";
+  for (std::int64_t i = 0; i < r.rows(); ++i) {
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const std::string& v = cells[c].second[static_cast<std::size_t>(i)];
+      out += v;
+      out.append(width[c] - v.size() + 2, ' ');
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string Comparison::table() const {
+  std::string out = "compared " + std::to_string(points) + " points x " + std::to_string(metrics) + " metrics: " +
+                    std::to_string(worse.size()) + " worse\n";
+  if (!worse.empty()) {
+    char header[256];
+    std::snprintf(header, sizeof header, "%-28s %12s %12s %9s  %s\n", "metric", "baseline", "new", "change", "point");
+    out += header;
+    for (const std::string& line : worse) out += line + "\n";
+  }
+  return out;
+}
+
+Comparison compare_results(const std::filesystem::path& baseline, const std::filesystem::path& candidate, double rtol) {
+  const ResultsFile base = ResultsFile::open(baseline, false), next = ResultsFile::open(candidate, false);
+  const std::vector<std::string> base_keys = base.read_str("point_key"), next_keys = next.read_str("point_key");
+  const std::vector<std::string> base_status = base.read_str("status"), next_status = next.read_str("status");
+  std::map<std::string, std::size_t> next_index;
+  for (std::size_t i = 0; i < next_keys.size(); ++i) next_index[next_keys[i]] = i;
+  Comparison c;
+  c.points = base_keys.size();
+  const auto line = [](const std::string& metric, const std::string& b, const std::string& n, const std::string& change,
+                       const std::string& key) {
+    char text[1024];
+    std::snprintf(text, sizeof text, "%-28s %12s %12s %9s  %s", metric.c_str(), b.c_str(), n.c_str(), change.c_str(),
+                  key.c_str());
+    return std::string(text);
+  };
+  std::vector<std::string> metric_names;
+  for (const ColumnDef& col : base.columns())
+    if (col.type == ColumnDef::Type::f64 && (higher_is_worse(col.name) || lower_is_worse(col.name))) metric_names.push_back(col.name);
+  c.metrics = metric_names.size();
+  for (std::size_t i = 0; i < base_keys.size(); ++i) {
+    const auto it = next_index.find(base_keys[i]);
+    if (it == next_index.end()) c.worse.push_back(line("(point)", "present", "missing", "", base_keys[i]));
+    else if (base_status[i] != next_status[it->second])
+      c.worse.push_back(line("status", base_status[i], next_status[it->second], "", base_keys[i]));
+  }
+  for (const std::string& m : metric_names) {
+    const std::vector<double> b = base.read_f64(m), n = next.read_f64(m);
+    for (std::size_t i = 0; i < base_keys.size(); ++i) {
+      const auto it = next_index.find(base_keys[i]);
+      if (it == next_index.end() || base_status[i] != "ok") continue;
+      const double old_value = b[i], new_value = n[it->second];
+      if (std::isnan(old_value) && std::isnan(new_value)) continue;
+      const double slack = rtol * std::fabs(old_value);
+      const bool worse = std::isnan(new_value) != std::isnan(old_value) ||
+                         (higher_is_worse(m) && new_value > old_value + slack) ||
+                         (lower_is_worse(m) && new_value < old_value - slack);
+      if (!worse) continue;
+      const std::string change = old_value != 0 ? format_number(100.0 * (new_value - old_value) / std::fabs(old_value)) + "%" : "";
+      c.worse.push_back(line(m, format_number(old_value), format_number(new_value), change, base_keys[i]));
+    }
+  }
+  return c;
+}
+
+void merge_results(const std::filesystem::path& out, const std::vector<std::filesystem::path>& shards) {
+  if (shards.empty()) throw std::invalid_argument("merge needs at least one shard");
+  if (std::filesystem::exists(out)) throw std::invalid_argument(out.string() + ": exists; merge writes a new file");
+  std::vector<ResultsFile> inputs;
+  for (const auto& s : shards) inputs.push_back(ResultsFile::open(s, false));
+  const std::string spec = inputs.front().root_attribute("spec_sha256");
+  for (std::size_t i = 1; i < inputs.size(); ++i)
+    if (inputs[i].root_attribute("spec_sha256") != spec)
+      throw std::invalid_argument(shards[i].string() + ": comes from a different spec than " + shards[0].string());
+  // Every row of every shard, ordered by grid index, first occurrence of a point kept.
+  struct Source {
+    std::size_t file;
+    std::int64_t row, grid_index;
+  };
+  std::vector<Source> rows;
+  for (std::size_t f = 0; f < inputs.size(); ++f) {
+    const std::vector<std::int64_t> g = inputs[f].read_i64("grid_index");
+    for (std::int64_t r = 0; r < inputs[f].rows(); ++r) rows.push_back({f, r, g[static_cast<std::size_t>(r)]});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Source& a, const Source& b) { return a.grid_index < b.grid_index; });
+  std::map<std::string, std::string> attributes;
+  for (const char* name : {"study", "study_kind", "description", "spec_file", "spec_toml", "spec_sha256",
+                           "resolved_spec_json", "fp8lab_version", "git_sha", "git_dirty", "backend", "device", "host",
+                           "hdf5_version", "operands", "utc_start", "utc_end"})
+    attributes[name] = inputs.front().root_attribute(name);
+  std::string hosts;
+  for (const ResultsFile& in : inputs) hosts += (hosts.empty() ? "" : ",") + in.root_attribute("host");
+  attributes["host"] = hosts;
+  attributes["merged_from"] = std::to_string(shards.size()) + " shards";
+  ResultsFile merged = ResultsFile::create(out, inputs.front().columns(), attributes);
+  // Columns read once per file.
+  std::vector<std::map<std::string, std::vector<Value>>> data(inputs.size());
+  for (std::size_t f = 0; f < inputs.size(); ++f)
+    for (const ColumnDef& c : inputs.front().columns()) {
+      std::vector<Value>& v = data[f][c.name];
+      if (c.type == ColumnDef::Type::f64) for (double x : inputs[f].read_f64(c.name)) v.emplace_back(x);
+      else if (c.type == ColumnDef::Type::i64) for (std::int64_t x : inputs[f].read_i64(c.name)) v.emplace_back(x);
+      else for (std::string& x : inputs[f].read_str(c.name)) v.emplace_back(std::move(x));
+    }
+  std::set<std::string> seen;
+  for (const Source& s : rows) {
+    const std::string key = std::get<std::string>(data[s.file]["point_key"][static_cast<std::size_t>(s.row)]);
+    if (!seen.insert(key).second) continue;
+    Row row;
+    for (const ColumnDef& c : inputs.front().columns()) row[c.name] = data[s.file][c.name][static_cast<std::size_t>(s.row)];
+    merged.append(row);
+  }
+}
+
+}  // namespace fp8lab

@@ -1,0 +1,27 @@
+#pragma once
+// Reading results files back: a summary table, the regression comparison against a
+// baseline, and merging shards.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fp8lab {
+
+// The table `fp8lab report` prints: the axes that vary, status, and the error metrics.
+std::string report_table(const std::filesystem::path& file);
+
+struct Comparison {
+  std::size_t points = 0, metrics = 0;
+  std::vector<std::string> worse;  // one formatted table line per regression
+  std::string table() const;
+};
+
+// Matches points by key. A metric got worse when an error grew by more than rtol
+// (relative), SQNR or cosine fell by more, a point is missing from NEW, or its status changed.
+Comparison compare_results(const std::filesystem::path& baseline, const std::filesystem::path& candidate, double rtol);
+
+// Writes `out` (must not exist) with every row of the shards, in grid order, duplicates
+// dropped; the shards must come from the same spec.
+void merge_results(const std::filesystem::path& out, const std::vector<std::filesystem::path>& shards);
+
+}  // namespace fp8lab

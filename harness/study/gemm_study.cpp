@@ -1,0 +1,279 @@
+// Study kind "gemm": the FP8 GEMMs of a linear layer (Fprop Y = X W^T, Dgrad dX = dY W,
+// Wgrad dW = dY^T X) on synthetic operands of the layer's real shape, through the CPU
+// emulation, with the three errors of DESIGN.md section 2 as metrics.
+//
+// Operands (documented in the results file): X is tokens x in_features from `distribution`
+// with `operands.outlier_channels` columns scaled by `operands.outlier_scale`; W is
+// out_features x in_features Gaussian / sqrt(in_features); dY is tokens x out_features
+// Gaussian. In C = A * B^T form (both K-major):
+//   fprop  A = X   (T x K)   B = W   (N x K)
+//   dgrad  A = dY  (T x N)   B = W^T (K x N)
+//   wgrad  A = dY^T (N x T)  B = X^T (K x T)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <random>
+
+#include "data/layer_catalog.hpp"
+#include "data/synthetic_tensors.hpp"
+#include "harness/gemm_errors.hpp"
+#include "harness/study/study_kind.hpp"
+#include "kernels/cpu/gemm_fp8_nt.hpp"
+#include "kernels/cpu/quantize.hpp"
+
+namespace fp8lab {
+namespace {
+
+constexpr const char* kErrors[] = {"quantization", "accumulation", "total"};
+
+struct GemmShape {
+  std::int64_t m, n, k;
+};
+
+std::vector<float> transpose(const std::vector<float>& x, std::int64_t rows, std::int64_t cols) {
+  std::vector<float> t(x.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) t[static_cast<std::size_t>(c * rows + r)] = x[static_cast<std::size_t>(r * cols + c)];
+  return t;
+}
+
+std::vector<std::int64_t> sample(std::int64_t n, std::int64_t total, std::mt19937_64& rng) {
+  if (n <= 0 || n >= total) return {};
+  std::vector<std::int64_t> all(static_cast<std::size_t>(total));
+  for (std::int64_t i = 0; i < total; ++i) all[static_cast<std::size_t>(i)] = i;
+  for (std::int64_t i = 0; i < n; ++i)
+    std::swap(all[static_cast<std::size_t>(i)],
+              all[static_cast<std::size_t>(i + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(total - i)))]);
+  all.resize(static_cast<std::size_t>(n));
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+class GemmStudy final : public StudyKind {
+ public:
+  GemmStudy() : catalog_(load_layer_catalog()) {}
+
+  std::string name() const override { return "gemm"; }
+
+  std::vector<AxisDef> axes() const override {
+    return {{"layer", {"shape:1024x1024"}, "linear layer (catalog name or shape:NxK)"},
+            {"gemm", {"fprop"}, "GEMM of the layer: fprop, dgrad or wgrad"},
+            {"format", {"e4m3"}, "FP8 operand format"},
+            {"a_granularity", {"tile:1x128"}, "scale granularity of A"},
+            {"b_granularity", {"block:128x128"}, "scale granularity of B"},
+            {"scale", {"fp32"}, "scale rule"},
+            {"accum", {"hopper"}, "tensor-core accumulation model"},
+            {"promotion", {"128"}, "FP32 promotion interval N_C (elements of K)"},
+            {"distribution", {"gaussian"}, "distribution of the activation X"},
+            {"seed", {"1"}, "operand seed"}};
+  }
+
+  void validate_value(const std::string& axis, const std::string& v) const override {
+    if (axis == "layer") find_layer(v, catalog_);
+    else if (axis == "gemm") {
+      if (v != "fprop" && v != "dgrad" && v != "wgrad") throw std::invalid_argument("gemm '" + v + "' is not one of fprop, dgrad, wgrad");
+    } else if (axis == "format") parse_fp8_format(v);
+    else if (axis == "a_granularity" || axis == "b_granularity") Granularity::parse(v);
+    else if (axis == "scale") parse_scale_rule(v);
+    else if (axis == "accum") AccumulationModel::parse(v);
+    else if (axis == "promotion") PromotionInterval::parse(v);
+    else if (axis == "distribution") validate({1, 1, v, 0, 1.0, 0});
+    else if (axis == "seed") {
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
+        throw std::invalid_argument("seed '" + v + "' is not a non-negative integer");
+    }
+  }
+
+  void configure(const StudySpec& spec) override {
+    tokens_ = spec.get_int("operands.tokens", 256);
+    outlier_channels_ = spec.get_int("operands.outlier_channels", 0);
+    outlier_scale_ = spec.get_double("operands.outlier_scale", 100.0);
+    sample_rows_ = spec.get_int("sampling.rows", 0);
+    sample_cols_ = spec.get_int("sampling.cols", 0);
+    sample_seed_ = spec.get_int("sampling.seed", 0);
+    if (tokens_ <= 0) throw spec.error("operands.tokens", "must be positive");
+    if (outlier_channels_ < 0) throw spec.error("operands.outlier_channels", "must be >= 0");
+    if (!(outlier_scale_ > 0)) throw spec.error("operands.outlier_scale", "must be positive");
+    if (sample_rows_ < 0 || sample_cols_ < 0) throw spec.error("sampling", "rows and cols must be >= 0");
+  }
+
+  void check_grid(const StudySpec& spec, const std::vector<Point>& points) const override {
+    for (const Point& p : points) {
+      const GemmShape s = shape(p);
+      if (outlier_channels_ > find_layer(p.at("layer"), catalog_).in_features)
+        throw spec.error("operands.outlier_channels", "exceeds in_features of layer " + p.at("layer"));
+      for (const char* axis : {"a_granularity", "b_granularity"}) {
+        const Granularity g = Granularity::parse(p.at(axis));
+        if (g.kind != Granularity::Kind::tensor && g.kind != Granularity::Kind::row && g.size > s.k)
+          throw spec.error(std::string("axes.") + axis, p.at(axis) + " is larger than K = " + std::to_string(s.k) +
+                                                            " of layer " + p.at("layer") + " (" + p.at("gemm") +
+                                                            "): the layer is too small for the tile");
+      }
+    }
+  }
+
+  std::optional<std::string> skip_reason(const Point& p) const override {
+    const GemmShape s = shape(p);
+    const Fp8Format f = parse_fp8_format(p.at("format"));
+    try {
+      plan_gemm(make_quantized_tensor(s.m, s.k, {f, Granularity::parse(p.at("a_granularity")), ScaleRule::fp32}),
+                make_quantized_tensor(s.n, s.k, {f, Granularity::parse(p.at("b_granularity")), ScaleRule::fp32}),
+                config(p));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::nullopt;
+  }
+
+  std::vector<ColumnDef> result_columns() const override {
+    using T = ColumnDef::Type;
+    std::vector<ColumnDef> c = {
+        {"m", T::i64, "1", "GEMM rows M"},
+        {"n", T::i64, "1", "GEMM columns N"},
+        {"k", T::i64, "1", "GEMM reduction length K"},
+        {"promotion_elements", T::i64, "1", "promotion interval in elements of K (K when never)"},
+        {"a_tile_k", T::i64, "1", "extent of one A scale along K"},
+        {"b_tile_k", T::i64, "1", "extent of one B scale along K"},
+        {"rows_computed", T::i64, "1", "output rows computed (sampled when < m)"},
+        {"cols_computed", T::i64, "1", "output columns computed (sampled when < n)"},
+        {"seconds", T::f64, "s", "wall time of the emulated GEMM"},
+        {"operand_source", T::str, "", "where the operand values come from"}};
+    for (const char* e : kErrors) {
+      const std::string p = e;
+      c.push_back({p + "_rel_frobenius", T::f64, "1", p + " error, relative Frobenius norm"});
+      c.push_back({p + "_rel_frobenius_ci_low", T::f64, "1", p + " error, 95% interval low (sampled; NaN when exact)"});
+      c.push_back({p + "_rel_frobenius_ci_high", T::f64, "1", p + " error, 95% interval high (sampled; NaN when exact)"});
+      c.push_back({p + "_sqnr_db", T::f64, "dB", p + " SQNR"});
+      c.push_back({p + "_deepgemm_diff", T::f64, "1", p + " error, DeepGEMM diff"});
+      c.push_back({p + "_max_abs", T::f64, "1", p + " error, max absolute"});
+      c.push_back({p + "_max_rel", T::f64, "1", p + " error, max relative over |ref| > 1% of RMS"});
+      c.push_back({p + "_cosine", T::f64, "1", p + " cosine similarity"});
+    }
+    return c;
+  }
+
+  Row skipped_row(const Point& p) const override {
+    Row row = shape_row(p);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (const ColumnDef& c : result_columns())
+      if (!row.contains(c.name)) row[c.name] = c.type == ColumnDef::Type::f64 ? Value(nan) : c.type == ColumnDef::Type::i64 ? Value(std::int64_t{0}) : Value(std::string());
+    return row;
+  }
+
+  Row evaluate(const Point& p, const RunContext& context) override {
+    const GemmShape s = shape(p);
+    const Operands& ops = operands(p);
+    const LayerShape layer = find_layer(p.at("layer"), catalog_);
+    const std::int64_t t = tokens_, n_out = layer.out_features, k_in = layer.in_features;
+    std::vector<float> a, b;
+    if (p.at("gemm") == "fprop") {
+      a = ops.x;
+      b = ops.w;
+    } else if (p.at("gemm") == "dgrad") {
+      a = ops.dy;
+      b = transpose(ops.w, n_out, k_in);
+    } else {
+      a = transpose(ops.dy, t, n_out);
+      b = transpose(ops.x, t, k_in);
+    }
+    const Fp8Format f = parse_fp8_format(p.at("format"));
+    const ScaleRule rule = parse_scale_rule(p.at("scale"));
+    const QuantizedTensor qa = cpu::quantize(a, s.m, s.k, {f, Granularity::parse(p.at("a_granularity")), rule});
+    const QuantizedTensor qb = cpu::quantize(b, s.n, s.k, {f, Granularity::parse(p.at("b_granularity")), rule});
+    std::mt19937_64 rng(static_cast<std::uint64_t>(sample_seed_));
+    const std::vector<std::int64_t> rows = sample(sample_rows_, s.m, rng), cols = sample(sample_cols_, s.n, rng);
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<float> out = cpu::gemm_nt(qa, qb, config(p), {context.threads, false, rows, cols});
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const GemmErrors errors = gemm_errors(a, b, qa, qb, out, rows, cols);
+
+    Row row = shape_row(p);
+    row["rows_computed"] = errors.rows_computed;
+    row["cols_computed"] = errors.cols_computed;
+    row["seconds"] = seconds;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (const auto& [name, e] : {std::pair<std::string, const ErrorWithInterval*>{"quantization", &errors.quantization},
+                                  {"accumulation", &errors.accumulation},
+                                  {"total", &errors.total}}) {
+      row[name + "_rel_frobenius"] = e->metrics.rel_frobenius;
+      row[name + "_rel_frobenius_ci_low"] = e->sampled ? e->rel_frobenius.low : nan;
+      row[name + "_rel_frobenius_ci_high"] = e->sampled ? e->rel_frobenius.high : nan;
+      row[name + "_sqnr_db"] = e->metrics.sqnr_db;
+      row[name + "_deepgemm_diff"] = e->metrics.deepgemm_diff;
+      row[name + "_max_abs"] = e->metrics.max_abs;
+      row[name + "_max_rel"] = e->metrics.max_rel;
+      row[name + "_cosine"] = e->metrics.cosine;
+    }
+    return row;
+  }
+
+  std::string operand_description() const override {
+    return "synthetic: X tokens(" + std::to_string(tokens_) + ") x in_features from the point's distribution with " +
+           std::to_string(outlier_channels_) + " outlier channels x" + std::to_string(outlier_scale_) +
+           "; W out x in Gaussian / sqrt(in); dY tokens x out Gaussian (data/synthetic_tensors.hpp)";
+  }
+
+ private:
+  struct Operands {
+    std::string key;
+    std::vector<float> x, w, dy;
+  };
+
+  GemmShape shape(const Point& p) const {
+    const LayerShape l = find_layer(p.at("layer"), catalog_);
+    const std::string& g = p.at("gemm");
+    if (g == "fprop") return {tokens_, l.out_features, l.in_features};
+    if (g == "dgrad") return {tokens_, l.in_features, l.out_features};
+    return {l.out_features, l.in_features, tokens_};
+  }
+
+  GemmConfig config(const Point& p) const {
+    GemmConfig c{AccumulationModel::parse(p.at("accum")), PromotionInterval::parse(p.at("promotion")), OutputType::fp32};
+    // Test-only: FP8LAB_TEST_BREAK_ROUNDING=1 accumulates with 3 fewer fraction bits, so the
+    // regression test can show that `fp8lab compare` catches a broken accumulation rounding.
+    const char* broken = std::getenv("FP8LAB_TEST_BREAK_ROUNDING");
+    if (broken && std::string(broken) == "1" && c.accumulation.kind == AccumulationModel::Kind::fused)
+      c.accumulation.fraction_bits -= 3;
+    return c;
+  }
+
+  Row shape_row(const Point& p) const {
+    const GemmShape s = shape(p);
+    const QuantizedTensor ga = make_quantized_tensor(0, s.k, {Fp8Format::e4m3, Granularity::parse(p.at("a_granularity")), ScaleRule::fp32});
+    const QuantizedTensor gb = make_quantized_tensor(0, s.k, {Fp8Format::e4m3, Granularity::parse(p.at("b_granularity")), ScaleRule::fp32});
+    const PromotionInterval promotion = PromotionInterval::parse(p.at("promotion"));
+    return {{"m", s.m}, {"n", s.n}, {"k", s.k},
+            {"promotion_elements", promotion.never ? s.k : promotion.elements},
+            {"a_tile_k", ga.tile_cols}, {"b_tile_k", gb.tile_cols},
+            {"rows_computed", std::int64_t{0}}, {"cols_computed", std::int64_t{0}},
+            {"operand_source", operand_description()}};
+  }
+
+  const Operands& operands(const Point& p) {
+    const std::string key = p.at("layer") + "|" + p.at("distribution") + "|" + p.at("seed");
+    if (cached_.key == key) return cached_;
+    const LayerShape l = find_layer(p.at("layer"), catalog_);
+    const auto seed = std::stoull(p.at("seed"));
+    cached_.key = key;
+    cached_.x = synthesize({tokens_, l.in_features, p.at("distribution"), outlier_channels_, outlier_scale_, seed * 3 + 0});
+    cached_.w = synthesize({l.out_features, l.in_features, "gaussian", 0, 1.0, seed * 3 + 1});
+    const float w_scale = 1.0f / std::sqrt(static_cast<float>(l.in_features));
+    for (float& v : cached_.w) v *= w_scale;
+    cached_.dy = synthesize({tokens_, l.out_features, "gaussian", 0, 1.0, seed * 3 + 2});
+    return cached_;
+  }
+
+  std::vector<LayerShape> catalog_;
+  std::int64_t tokens_ = 256, outlier_channels_ = 0, sample_rows_ = 0, sample_cols_ = 0, sample_seed_ = 0;
+  double outlier_scale_ = 100.0;
+  Operands cached_;
+};
+
+}  // namespace
+
+std::unique_ptr<StudyKind> make_gemm_study() { return std::make_unique<GemmStudy>(); }
+
+}  // namespace fp8lab

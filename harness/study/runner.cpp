@@ -1,0 +1,158 @@
+#include "harness/study/runner.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "data/sha256.hpp"
+#include "harness/progress.hpp"
+#include "harness/results/results_file.hpp"
+#include "harness/study/grid.hpp"
+
+namespace fp8lab {
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return text;
+}
+
+std::string command_output(const std::string& command) {
+  std::string out;
+  if (FILE* pipe = ::popen(command.c_str(), "r")) {
+    std::array<char, 256> chunk{};
+    while (std::fgets(chunk.data(), chunk.size(), pipe)) out += chunk.data();
+    ::pclose(pipe);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+std::map<std::string, std::string> provenance(const StudySpec& spec, const StudyKind& kind, const std::string& backend,
+                                              const std::vector<Point>& grid, const RunOptions& options) {
+  const std::string source = FP8LAB_SOURCE_DIR;
+  const std::string sha = command_output("git -C '" + source + "' rev-parse HEAD 2>/dev/null");
+  const std::string dirty =
+      command_output("test -z \"$(git -C '" + source + "' status --porcelain 2>/dev/null)\" && echo false || echo true");
+  char host[256] = "unknown";
+  ::gethostname(host, sizeof host - 1);
+  nlohmann::json axes = nlohmann::json::object();
+  for (const AxisDef& d : kind.axes()) {
+    std::vector<std::string> values;
+    for (const Point& p : grid)
+      if (std::find(values.begin(), values.end(), p.at(d.name)) == values.end()) values.push_back(p.at(d.name));
+    axes[d.name] = values;
+  }
+  const nlohmann::json resolved = {{"study", spec.name}, {"kind", spec.kind}, {"axes", axes}, {"points", grid.size()},
+                                   {"shard", std::to_string(options.shard_index) + "/" + std::to_string(options.shard_count)}};
+  return {{"study", spec.name},
+          {"study_kind", spec.kind},
+          {"description", spec.description},
+          {"spec_file", spec.file.string()},
+          {"spec_toml", spec.text},
+          {"spec_sha256", sha256_hex(spec.text)},
+          {"resolved_spec_json", resolved.dump()},
+          {"fp8lab_version", "0.1.0"},
+          {"git_sha", sha.empty() ? "unknown" : sha},
+          {"git_dirty", sha.empty() ? "unknown" : dirty},
+          {"backend", backend},
+          {"device", "cpu emulation (no GPU used)"},
+          {"host", host},
+          {"hdf5_version", hdf5_library_version()},
+          {"operands", kind.operand_description()},
+          {"utc_start", utc_now()},
+          {"utc_end", ""}};
+}
+
+std::vector<ColumnDef> columns_for(const StudyKind& kind) {
+  std::vector<ColumnDef> c = {{"grid_index", ColumnDef::Type::i64, "1", "index of the point in the full grid"},
+                              {"point_key", ColumnDef::Type::str, "", "axis=value list identifying the point"},
+                              {"status", ColumnDef::Type::str, "", "ok, or skipped (invalid combination)"},
+                              {"skip_reason", ColumnDef::Type::str, "", "why the point was skipped"}};
+  for (const AxisDef& d : kind.axes()) c.push_back({d.name, ColumnDef::Type::str, "", d.long_name});
+  for (const ColumnDef& r : kind.result_columns()) c.push_back(r);
+  return c;
+}
+
+std::string short_description(const Point& p) {
+  std::string s;
+  for (const auto& [name, value] : p.values) s += (s.empty() ? "" : " ") + value;
+  return s;
+}
+
+}  // namespace
+
+std::filesystem::path run_study(const RunOptions& options) {
+  const StudySpec spec = load_study_spec(options.spec);
+  std::unique_ptr<StudyKind> kind = make_study_kind(spec.kind);
+  if (!kind) {
+    std::string names;
+    for (const std::string& n : study_kind_names()) names += (names.empty() ? "" : ", ") + n;
+    throw spec.error("study.kind", "unknown study kind '" + spec.kind + "' (known: " + names + ")");
+  }
+  kind->configure(spec);
+  const std::vector<Point> grid = expand_grid(spec, *kind);
+  kind->check_grid(spec, grid);
+  if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count)
+    throw std::invalid_argument("--shard " + std::to_string(options.shard_index) + "/" +
+                                std::to_string(options.shard_count) + " is not I/N with 0 <= I < N");
+  if (options.backend != "cpu" && options.backend != "auto")
+    throw std::invalid_argument("--backend " + options.backend +
+                                ": the CUDA backend is not built into this fp8lab yet (use cpu or auto)");
+  const std::string backend = "cpu";  // auto picks the CPU until the CUDA backend exists
+
+  std::filesystem::path out = options.out;
+  if (out.empty()) {
+    out = std::filesystem::path("results") / (spec.name + (options.shard_count > 1
+                                                               ? ".shard-" + std::to_string(options.shard_index) + "-of-" +
+                                                                     std::to_string(options.shard_count) + ".h5"
+                                                               : ".h5"));
+  }
+  std::set<std::string> done;
+  ResultsFile results = [&] {
+    if (options.resume) {
+      ResultsFile r = ResultsFile::open(out, /*writable=*/true);
+      if (r.root_attribute("spec_sha256") != sha256_hex(spec.text))
+        throw std::invalid_argument(out.string() + ": was written from a different spec than " + spec.file.string() +
+                                    "; --resume needs the same spec");
+      for (const std::string& k : r.read_str("point_key")) done.insert(k);
+      return r;
+    }
+    if (std::filesystem::exists(out))
+      throw std::invalid_argument(out.string() + ": exists; use --resume to complete it, or remove it");
+    if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+    return ResultsFile::create(out, columns_for(*kind), provenance(spec, *kind, backend, grid, options));
+  }();
+
+  std::vector<std::int64_t> todo;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(grid.size()); ++i)
+    if (i % options.shard_count == options.shard_index && !done.contains(grid[static_cast<std::size_t>(i)].key()))
+      todo.push_back(i);
+  Progress progress(static_cast<std::int64_t>(todo.size()), options.quiet);
+  const RunContext context{options.threads};
+  for (std::size_t t = 0; t < todo.size(); ++t) {
+    const Point& point = grid[static_cast<std::size_t>(todo[t])];
+    progress.begin_point(static_cast<std::int64_t>(t), short_description(point));
+    const std::optional<std::string> skip = kind->skip_reason(point);
+    Row row = skip ? kind->skipped_row(point) : kind->evaluate(point, context);
+    row["grid_index"] = todo[t];
+    row["point_key"] = point.key();
+    row["status"] = std::string(skip ? "skipped" : "ok");
+    row["skip_reason"] = skip.value_or("");
+    for (const auto& [axis, value] : point.values) row[axis] = value;
+    results.append(row);
+  }
+  progress.finish(static_cast<std::int64_t>(todo.size()));
+  results.set_root_attribute("utc_end", utc_now());
+  return out;
+}
+
+}  // namespace fp8lab

@@ -1,0 +1,59 @@
+#pragma once
+// A kind of study: its axes, the settings it reads, which grid points are invalid (and
+// why), and the computation and metrics of one point. The runner (harness/study/runner)
+// knows nothing else about it, so a new kind is a new file plus one line in study_kinds.cpp.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/results/results_file.hpp"
+#include "harness/study/study_spec.hpp"
+
+namespace fp8lab {
+
+struct AxisDef {
+  std::string name;
+  std::vector<std::string> defaults;  // used when the spec does not list the axis
+  std::string long_name;
+};
+
+// One grid point: a value for every axis of the kind, in the kind's axis order.
+struct Point {
+  std::vector<std::pair<std::string, std::string>> values;
+  const std::string& at(const std::string& axis) const;
+  std::string key() const;  // "axis=value;..." identifies the point across runs (resume, compare)
+};
+
+struct RunContext {
+  int threads = 0;
+};
+
+class StudyKind {
+ public:
+  virtual ~StudyKind() = default;
+  virtual std::string name() const = 0;
+  virtual std::vector<AxisDef> axes() const = 0;
+  // Throws std::invalid_argument for a value the axis cannot take (the spec loader adds
+  // file, line and column).
+  virtual void validate_value(const std::string& axis, const std::string& value) const = 0;
+  // Reads settings; throws SpecError naming the field.
+  virtual void configure(const StudySpec& spec) = 0;
+  // Whole-grid checks that are errors, not skips (e.g. a layer too small for a tile); the
+  // message names the axis.
+  virtual void check_grid(const StudySpec& spec, const std::vector<Point>& points) const = 0;
+  // Why a point is an invalid combination, or nothing when it runs.
+  virtual std::optional<std::string> skip_reason(const Point& point) const = 0;
+  // Columns the kind writes besides the axes: derived numbers and metrics.
+  virtual std::vector<ColumnDef> result_columns() const = 0;
+  // The values of result_columns() for one point (NaN / 0 for a skipped point).
+  virtual Row evaluate(const Point& point, const RunContext& context) = 0;
+  virtual Row skipped_row(const Point& point) const = 0;
+  // Root attributes describing where operand values come from, etc.
+  virtual std::string operand_description() const = 0;
+};
+
+std::unique_ptr<StudyKind> make_study_kind(const std::string& name);  // nullptr when unknown
+std::vector<std::string> study_kind_names();
+
+}  // namespace fp8lab

@@ -1,0 +1,28 @@
+// The registry of study kinds: a new kind is its own file plus one entry here.
+#include "harness/study/study_kind.hpp"
+
+namespace fp8lab {
+
+std::unique_ptr<StudyKind> make_gemm_study();
+
+namespace {
+struct Entry {
+  const char* name;
+  std::unique_ptr<StudyKind> (*make)();
+};
+constexpr Entry kKinds[] = {{"gemm", make_gemm_study}};
+}  // namespace
+
+std::unique_ptr<StudyKind> make_study_kind(const std::string& name) {
+  for (const Entry& e : kKinds)
+    if (name == e.name) return e.make();
+  return nullptr;
+}
+
+std::vector<std::string> study_kind_names() {
+  std::vector<std::string> names;
+  for (const Entry& e : kKinds) names.emplace_back(e.name);
+  return names;
+}
+
+}  // namespace fp8lab
