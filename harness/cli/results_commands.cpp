@@ -44,9 +44,13 @@ Command add_run_command(CLI::App& app) {
 Command add_report_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("report", "Print the summary table of a results file");
   auto file = std::make_shared<std::string>();
+  auto by = std::make_shared<std::vector<std::string>>();
   sub->add_option("RESULTS", *file, "Results file (.h5)")->required();
-  return {sub, [file] {
-            std::printf("%s", report_table(*file).c_str());
+  sub->add_option("--by", *by, "Group by these axes (default: one row per point up to 40 points, else the varying "
+                               "axes but layer, gemm, seed, distribution)")
+      ->delimiter(',');
+  return {sub, [file, by] {
+            std::printf("%s", report_table(*file, *by).c_str());
             return 0;
           }};
 }

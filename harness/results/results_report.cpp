@@ -34,43 +34,122 @@ std::string format_number(double v) {
 
 }  // namespace
 
-std::string report_table(const std::filesystem::path& file) {
-  const ResultsFile r = ResultsFile::open(file, false);
-  std::vector<std::pair<std::string, std::vector<std::string>>> cells;  // column -> formatted values
-  for (const ColumnDef& c : r.columns()) {
-    if (bookkeeping(c.name)) continue;
-    if (c.type == ColumnDef::Type::str) {
-      const std::vector<std::string> v = r.read_str(c.name);
-      if (std::set<std::string>(v.begin(), v.end()).size() > 1 || c.name == "status") cells.emplace_back(c.name, v);
-    } else if (c.type == ColumnDef::Type::f64 && (c.name.ends_with("_rel_frobenius") || c.name == "total_sqnr_db")) {
-      std::vector<std::string> v;
-      for (double x : r.read_f64(c.name)) v.push_back(format_number(x));
-      cells.emplace_back(c.name, v);
-    }
-  }
-  std::string out = file.string() + ": study " + r.root_attribute("study") + ", " + std::to_string(r.rows()) +
-                    " points, backend " + r.root_attribute("backend") + ", git " + r.root_attribute("git_sha").substr(0, 12) +
-                    (r.root_attribute("git_dirty") == "true" ? " (dirty)" : "") + "\n";
+namespace {
+
+std::string format_columns(const std::vector<std::pair<std::string, std::vector<std::string>>>& cells, std::size_t rows) {
   std::vector<std::size_t> width;
   for (const auto& [name, values] : cells) {
     std::size_t w = name.size();
     for (const std::string& v : values) w = std::max(w, v.size());
     width.push_back(w);
   }
+  std::string out;
   for (std::size_t c = 0; c < cells.size(); ++c) {
     out += cells[c].first;
     out.append(width[c] - cells[c].first.size() + 2, ' ');
   }
   out += "\n";
-  for (std::int64_t i = 0; i < r.rows(); ++i) {
+  for (std::size_t i = 0; i < rows; ++i) {
     for (std::size_t c = 0; c < cells.size(); ++c) {
-      const std::string& v = cells[c].second[static_cast<std::size_t>(i)];
+      const std::string& v = cells[c].second[i];
       out += v;
       out.append(width[c] - v.size() + 2, ' ');
     }
     out += "\n";
   }
   return out;
+}
+
+}  // namespace
+
+std::string report_table(const std::filesystem::path& file, std::vector<std::string> group_by) {
+  const ResultsFile r = ResultsFile::open(file, false);
+  std::string out = file.string() + ": study " + r.root_attribute("study") + ", " + std::to_string(r.rows()) +
+                    " points, backend " + r.root_attribute("backend") + ", git " + r.root_attribute("git_sha").substr(0, 12) +
+                    (r.root_attribute("git_dirty") == "true" ? " (dirty)" : "") + "\n";
+  std::vector<std::string> varying, metrics;
+  std::map<std::string, std::vector<std::string>> text;
+  std::map<std::string, std::vector<double>> numbers;
+  for (const ColumnDef& c : r.columns()) {
+    if (bookkeeping(c.name)) continue;
+    if (c.type == ColumnDef::Type::str) {
+      text[c.name] = r.read_str(c.name);
+      const std::vector<std::string>& v = text[c.name];
+      if (std::set<std::string>(v.begin(), v.end()).size() > 1 || c.name == "status") varying.push_back(c.name);
+    } else if (c.type == ColumnDef::Type::f64 && (c.name.ends_with("_rel_frobenius") || c.name == "total_sqnr_db")) {
+      numbers[c.name] = r.read_f64(c.name);
+      metrics.push_back(c.name);
+    }
+  }
+  const auto rows = static_cast<std::size_t>(r.rows());
+  if (group_by.empty() && r.rows() <= kFullReportRows) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> cells;
+    for (const std::string& v : varying) cells.emplace_back(v, text[v]);
+    for (const std::string& m : metrics) {
+      std::vector<std::string> f;
+      for (double x : numbers[m]) f.push_back(format_number(x));
+      cells.emplace_back(m, f);
+    }
+    return out + format_columns(cells, rows);
+  }
+  if (group_by.empty())
+    for (const std::string& v : varying)
+      if (v != "status" && v != "layer" && v != "gemm" && v != "seed" && v != "distribution") group_by.push_back(v);
+  for (const std::string& g : group_by)
+    if (!text.contains(g)) throw std::invalid_argument("report --by: no axis '" + g + "' in " + file.string());
+  // Groups in order of first appearance; statistics over the points that ran.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::string>> group_values;
+  std::map<std::string, std::vector<std::size_t>> members;
+  std::map<std::string, std::size_t> skipped;
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::string key;
+    std::vector<std::string> values;
+    for (const std::string& g : group_by) {
+      key += text[g][i] + "\x1f";
+      values.push_back(text[g][i]);
+    }
+    if (!group_values.contains(key)) {
+      order.push_back(key);
+      group_values[key] = values;
+    }
+    if (text["status"][i] == "ok") members[key].push_back(i);
+    else ++skipped[key];
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> cells;
+  for (const std::string& g : group_by) cells.emplace_back(g, std::vector<std::string>{});
+  cells.emplace_back("points", std::vector<std::string>{});
+  cells.emplace_back("skipped", std::vector<std::string>{});
+  const std::vector<std::string> summarized = {"total_rel_frobenius", "accumulation_rel_frobenius"};
+  for (const std::string& m : summarized)
+    if (numbers.contains(m))
+      for (const char* stat : {"mean", "min", "max"}) cells.emplace_back(m.substr(0, m.find('_')) + "_" + stat, std::vector<std::string>{});
+  for (const std::string& key : order) {
+    const std::vector<std::size_t>& idx = members[key];
+    std::size_t c = 0;
+    for (const std::string& value : group_values[key]) cells[c++].second.push_back(value);
+    cells[c++].second.push_back(std::to_string(idx.size()));
+    cells[c++].second.push_back(std::to_string(skipped[key]));
+    for (const std::string& m : summarized) {
+      if (!numbers.contains(m)) continue;
+      double sum = 0, lo = 0, hi = 0;
+      for (std::size_t j = 0; j < idx.size(); ++j) {
+        const double x = numbers[m][idx[j]];
+        sum += x;
+        lo = j ? std::min(lo, x) : x;
+        hi = j ? std::max(hi, x) : x;
+      }
+      const bool none = idx.empty();
+      cells[c++].second.push_back(none ? "-" : format_number(sum / static_cast<double>(idx.size())));
+      cells[c++].second.push_back(none ? "-" : format_number(lo));
+      cells[c++].second.push_back(none ? "-" : format_number(hi));
+    }
+  }
+  return out + "grouped by " + [&] {
+    std::string g;
+    for (const std::string& x : group_by) g += (g.empty() ? "" : ", ") + x;
+    return g;
+  }() + " (statistics over the points that ran)\n" + format_columns(cells, order.size());
 }
 
 std::string Comparison::table() const {

@@ -7,8 +7,11 @@
 
 namespace fp8lab {
 
-// The table `fp8lab report` prints: the axes that vary, status, and the error metrics.
-std::string report_table(const std::filesystem::path& file);
+// The table `fp8lab report` prints: the axes that vary, status, and the error metrics; one
+// row per point up to kFullReportRows points, otherwise grouped by `group_by` (default: the
+// varying axes but layer, gemm, seed and distribution) with count, mean, min and max.
+inline constexpr std::int64_t kFullReportRows = 40;
+std::string report_table(const std::filesystem::path& file, std::vector<std::string> group_by = {});
 
 struct Comparison {
   std::size_t points = 0, metrics = 0;

@@ -4,7 +4,8 @@
 //
 // Operands (documented in the results file): X is tokens x in_features from `distribution`
 // with `operands.outlier_channels` columns scaled by `operands.outlier_scale`; W is
-// out_features x in_features Gaussian / sqrt(in_features); dY is tokens x out_features
+// out_features x in_features from `operands.weight_distribution` (default gaussian; "same":
+// X's distribution, e.g. both positive) / sqrt(in_features); dY is tokens x out_features
 // Gaussian. In C = A * B^T form (both K-major):
 //   fprop  A = X   (T x K)   B = W   (N x K)
 //   dgrad  A = dY  (T x N)   B = W^T (K x N)
@@ -91,6 +92,14 @@ class GemmStudy final : public StudyKind {
     tokens_ = spec.get_int("operands.tokens", 256);
     outlier_channels_ = spec.get_int("operands.outlier_channels", 0);
     outlier_scale_ = spec.get_double("operands.outlier_scale", 100.0);
+    weight_distribution_ = spec.get_string("operands.weight_distribution", "gaussian");
+    if (weight_distribution_ != "same") {
+      try {
+        validate({1, 1, weight_distribution_, 0, 1.0, 0});
+      } catch (const std::invalid_argument& e) {
+        throw spec.error("operands.weight_distribution", std::string(e.what()) + " (or \"same\")");
+      }
+    }
     sample_rows_ = spec.get_int("sampling.rows", 0);
     sample_cols_ = spec.get_int("sampling.cols", 0);
     sample_seed_ = spec.get_int("sampling.seed", 0);
@@ -213,7 +222,8 @@ class GemmStudy final : public StudyKind {
   std::string operand_description() const override {
     return "synthetic: X tokens(" + std::to_string(tokens_) + ") x in_features from the point's distribution with " +
            std::to_string(outlier_channels_) + " outlier channels x" + std::to_string(outlier_scale_) +
-           "; W out x in Gaussian / sqrt(in); dY tokens x out Gaussian (data/synthetic_tensors.hpp)";
+           "; W out x in " + (weight_distribution_ == "same" ? std::string("from X's distribution") : weight_distribution_) +
+           " / sqrt(in); dY tokens x out Gaussian (data/synthetic_tensors.hpp)";
   }
 
  private:
@@ -259,7 +269,8 @@ class GemmStudy final : public StudyKind {
     const auto seed = std::stoull(p.at("seed"));
     cached_.key = key;
     cached_.x = synthesize({tokens_, l.in_features, p.at("distribution"), outlier_channels_, outlier_scale_, seed * 3 + 0});
-    cached_.w = synthesize({l.out_features, l.in_features, "gaussian", 0, 1.0, seed * 3 + 1});
+    const std::string w_distribution = weight_distribution_ == "same" ? p.at("distribution") : weight_distribution_;
+    cached_.w = synthesize({l.out_features, l.in_features, w_distribution, 0, 1.0, seed * 3 + 1});
     const float w_scale = 1.0f / std::sqrt(static_cast<float>(l.in_features));
     for (float& v : cached_.w) v *= w_scale;
     cached_.dy = synthesize({tokens_, l.out_features, "gaussian", 0, 1.0, seed * 3 + 2});
@@ -269,6 +280,7 @@ class GemmStudy final : public StudyKind {
   std::vector<LayerShape> catalog_;
   std::int64_t tokens_ = 256, outlier_channels_ = 0, sample_rows_ = 0, sample_cols_ = 0, sample_seed_ = 0;
   double outlier_scale_ = 100.0;
+  std::string weight_distribution_ = "gaussian";
   Operands cached_;
 };
 
