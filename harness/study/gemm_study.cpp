@@ -6,7 +6,8 @@
 // with `operands.outlier_channels` columns scaled by `operands.outlier_scale`; W is
 // out_features x in_features from `operands.weight_distribution` (default gaussian; "same":
 // X's distribution, e.g. both positive) / sqrt(in_features); dY is tokens x out_features
-// Gaussian. In C = A * B^T form (both K-major):
+// Gaussian. Layers named stories260K/... take X, W and dY from the real checkpoint instead
+// (harness/real_layers.hpp). In C = A * B^T form (both K-major):
 //   fprop  A = X   (T x K)   B = W   (N x K)
 //   dgrad  A = dY  (T x N)   B = W^T (K x N)
 //   wgrad  A = dY^T (N x T)  B = X^T (K x T)
@@ -21,6 +22,7 @@
 #include "data/layer_catalog.hpp"
 #include "data/synthetic_tensors.hpp"
 #include "harness/gemm_errors.hpp"
+#include "harness/real_layers.hpp"
 #include "harness/study/study_kind.hpp"
 #include "kernels/cpu/gemm_fp8_nt.hpp"
 #include "kernels/cpu/quantize.hpp"
@@ -73,7 +75,10 @@ class GemmStudy final : public StudyKind {
   }
 
   void validate_value(const std::string& axis, const std::string& v) const override {
-    if (axis == "layer") find_layer(v, catalog_);
+    if (axis == "layer") {
+      if (is_real(v)) find_real_layer(v);
+      else find_layer(v, catalog_);
+    }
     else if (axis == "gemm") {
       if (v != "fprop" && v != "dgrad" && v != "wgrad") throw std::invalid_argument("gemm '" + v + "' is not one of fprop, dgrad, wgrad");
     } else if (axis == "format") parse_fp8_format(v);
@@ -112,7 +117,7 @@ class GemmStudy final : public StudyKind {
   void check_grid(const StudySpec& spec, const std::vector<Point>& points) const override {
     for (const Point& p : points) {
       const GemmShape s = shape(p);
-      if (outlier_channels_ > find_layer(p.at("layer"), catalog_).in_features)
+      if (!is_real(p.at("layer")) && outlier_channels_ > find_layer(p.at("layer"), catalog_).in_features)
         throw spec.error("operands.outlier_channels", "exceeds in_features of layer " + p.at("layer"));
       for (const char* axis : {"a_granularity", "b_granularity"}) {
         const Granularity g = Granularity::parse(p.at(axis));
@@ -175,8 +180,8 @@ class GemmStudy final : public StudyKind {
   Row evaluate(const Point& p, const RunContext& context) override {
     const GemmShape s = shape(p);
     const Operands& ops = operands(p);
-    const LayerShape layer = find_layer(p.at("layer"), catalog_);
-    const std::int64_t t = tokens_, n_out = layer.out_features, k_in = layer.in_features;
+    const LayerDims d = dims(p.at("layer"));
+    const std::int64_t t = d.tokens, n_out = d.out, k_in = d.in;
     std::vector<float> a, b;
     if (p.at("gemm") == "fprop") {
       a = ops.x;
@@ -231,13 +236,34 @@ class GemmStudy final : public StudyKind {
     std::string key;
     std::vector<float> x, w, dy;
   };
+  struct LayerDims {
+    std::int64_t out, in, tokens;
+  };
+
+  static bool is_real(const std::string& layer) { return layer.starts_with(kRealLayerPrefix); }
+
+  LayerDims dims(const std::string& layer) const {
+    if (is_real(layer)) {
+      const ref::LinearCapture& c = find_real_layer(layer);
+      return {c.weight.rows(), c.weight.cols(), c.input.rows()};
+    }
+    const LayerShape l = find_layer(layer, catalog_);
+    return {l.out_features, l.in_features, tokens_};
+  }
 
   GemmShape shape(const Point& p) const {
-    const LayerShape l = find_layer(p.at("layer"), catalog_);
+    const LayerDims d = dims(p.at("layer"));
     const std::string& g = p.at("gemm");
-    if (g == "fprop") return {tokens_, l.out_features, l.in_features};
-    if (g == "dgrad") return {tokens_, l.in_features, l.out_features};
-    return {l.out_features, l.in_features, tokens_};
+    if (g == "fprop") return {d.tokens, d.out, d.in};
+    if (g == "dgrad") return {d.tokens, d.in, d.out};
+    return {d.out, d.in, d.tokens};
+  }
+
+  std::string source_of(const std::string& layer) const {
+    if (!is_real(layer)) return operand_description();
+    const RealLayers& r = stories260k_layers();
+    return "real: " + r.checkpoint + " (sha256 " + r.checkpoint_sha256 + "), FP64 forward/backward on " +
+           std::to_string(r.tokens.size()) + " tokens: \"" + r.prompt_text + "\"";
   }
 
   GemmConfig config(const Point& p) const {
@@ -259,12 +285,24 @@ class GemmStudy final : public StudyKind {
             {"promotion_elements", promotion.never ? s.k : promotion.elements},
             {"a_tile_k", ga.tile_cols}, {"b_tile_k", gb.tile_cols},
             {"rows_computed", std::int64_t{0}}, {"cols_computed", std::int64_t{0}},
-            {"operand_source", operand_description()}};
+            {"operand_source", source_of(p.at("layer"))}};
+  }
+
+  static std::vector<float> to_floats(const Eigen::MatrixXd& m) {  // row-major FP32
+    std::vector<float> v(static_cast<std::size_t>(m.size()));
+    for (Eigen::Index r = 0; r < m.rows(); ++r)
+      for (Eigen::Index c = 0; c < m.cols(); ++c) v[static_cast<std::size_t>(r * m.cols() + c)] = static_cast<float>(m(r, c));
+    return v;
   }
 
   const Operands& operands(const Point& p) {
     const std::string key = p.at("layer") + "|" + p.at("distribution") + "|" + p.at("seed");
     if (cached_.key == key) return cached_;
+    if (is_real(p.at("layer"))) {  // the captured values, rounded once to FP32
+      const ref::LinearCapture& c = find_real_layer(p.at("layer"));
+      cached_ = {key, to_floats(c.input), to_floats(c.weight), to_floats(c.output_grad)};
+      return cached_;
+    }
     const LayerShape l = find_layer(p.at("layer"), catalog_);
     const auto seed = std::stoull(p.at("seed"));
     cached_.key = key;
