@@ -7,7 +7,9 @@
 // out_features x in_features from `operands.weight_distribution` (default gaussian; "same":
 // X's distribution, e.g. both positive) / sqrt(in_features); dY is tokens x out_features
 // Gaussian. Layers named stories260K/... take X, W and dY from the real checkpoint instead
-// (harness/real_layers.hpp). In C = A * B^T form (both K-major):
+// (harness/real_layers.hpp); layer "tensors" takes them from the files of the spec's
+// [tensors] table (x, w and optionally dy; .npy, or .safetensors with x_name / w_name /
+// dy_name; paths relative to the spec). In C = A * B^T form (both K-major):
 //   fprop  A = X   (T x K)   B = W   (N x K)
 //   dgrad  A = dY  (T x N)   B = W^T (K x N)
 //   wgrad  A = dY^T (N x T)  B = X^T (K x T)
@@ -21,7 +23,9 @@
 
 #include "data/layer_catalog.hpp"
 #include "data/synthetic_tensors.hpp"
+#include "data/sha256.hpp"
 #include "harness/gemm_errors.hpp"
+#include "harness/operand_checks.hpp"
 #include "harness/real_layers.hpp"
 #include "harness/study/study_kind.hpp"
 #include "kernels/cpu/gemm_fp8_nt.hpp"
@@ -76,8 +80,13 @@ class GemmStudy final : public StudyKind {
 
   void validate_value(const std::string& axis, const std::string& v) const override {
     if (axis == "layer") {
-      if (is_real(v)) find_real_layer(v);
-      else find_layer(v, catalog_);
+      if (v == kTensorsLayer) {
+        if (!own_) throw std::invalid_argument("layer 'tensors' needs a [tensors] table naming x and w");
+      } else if (is_real(v)) {
+        find_real_layer(v);
+      } else {
+        find_layer(v, catalog_);
+      }
     }
     else if (axis == "gemm") {
       if (v != "fprop" && v != "dgrad" && v != "wgrad") throw std::invalid_argument("gemm '" + v + "' is not one of fprop, dgrad, wgrad");
@@ -112,12 +121,16 @@ class GemmStudy final : public StudyKind {
     if (outlier_channels_ < 0) throw spec.error("operands.outlier_channels", "must be >= 0");
     if (!(outlier_scale_ > 0)) throw spec.error("operands.outlier_scale", "must be positive");
     if (sample_rows_ < 0 || sample_cols_ < 0) throw spec.error("sampling", "rows and cols must be >= 0");
+    if (spec.table["tensors"]) load_own_tensors(spec);
   }
 
   void check_grid(const StudySpec& spec, const std::vector<Point>& points) const override {
     for (const Point& p : points) {
       const GemmShape s = shape(p);
-      if (!is_real(p.at("layer")) && outlier_channels_ > find_layer(p.at("layer"), catalog_).in_features)
+      if (p.at("layer") == kTensorsLayer && p.at("gemm") != "fprop" && own_->dy.empty())
+        throw spec.error("tensors.dy", "missing: " + p.at("gemm") + " needs the output gradient dy (tokens x out)");
+      const bool synthetic = p.at("layer") != kTensorsLayer && !is_real(p.at("layer"));
+      if (synthetic && outlier_channels_ > find_layer(p.at("layer"), catalog_).in_features)
         throw spec.error("operands.outlier_channels", "exceeds in_features of layer " + p.at("layer"));
       for (const char* axis : {"a_granularity", "b_granularity"}) {
         const Granularity g = Granularity::parse(p.at(axis));
@@ -240,9 +253,42 @@ class GemmStudy final : public StudyKind {
     std::int64_t out, in, tokens;
   };
 
+  static constexpr const char* kTensorsLayer = "tensors";
+  struct OwnTensors {
+    std::vector<float> x, w, dy;
+    LayerDims dims{};
+    std::string description;
+  };
+
   static bool is_real(const std::string& layer) { return layer.starts_with(kRealLayerPrefix); }
 
+  // [tensors]: every file read, checked finite and shape-consistent before the sweep starts.
+  void load_own_tensors(const StudySpec& spec) {
+    const std::filesystem::path base = spec.file.parent_path();
+    const auto load = [&](const char* field) -> std::pair<MatrixOperand, std::string> {
+      const std::string path = spec.get_string(std::string("tensors.") + field, "");
+      if (path.empty()) return {};
+      const std::filesystem::path file = std::filesystem::path(path).is_absolute() ? std::filesystem::path(path) : base / path;
+      MatrixOperand m = load_matrix_operand(file, spec.get_string(std::string("tensors.") + field + "_name", ""));
+      return {std::move(m), std::string(field) + "=" + file.string() + " (sha256 " + sha256_file(file) + ")"};
+    };
+    auto [x, x_text] = load("x");
+    auto [w, w_text] = load("w");
+    auto [dy, dy_text] = load("dy");
+    if (x.values.empty()) throw spec.error("tensors.x", "missing: the activation X (tokens x in)");
+    if (w.values.empty()) throw spec.error("tensors.w", "missing: the weight W (out x in)");
+    if (w.cols != x.cols)
+      throw spec.error("tensors.w", "W is " + std::to_string(w.rows) + "x" + std::to_string(w.cols) + " but X is " +
+                                        std::to_string(x.rows) + "x" + std::to_string(x.cols) + ": in features differ");
+    if (!dy.values.empty() && (dy.rows != x.rows || dy.cols != w.rows))
+      throw spec.error("tensors.dy", "dY is " + std::to_string(dy.rows) + "x" + std::to_string(dy.cols) + ", expected " +
+                                         std::to_string(x.rows) + "x" + std::to_string(w.rows) + " (tokens x out)");
+    own_ = OwnTensors{std::move(x.values), std::move(w.values), std::move(dy.values), {w.rows, w.cols, x.rows},
+                      "bring-your-own: " + x_text + ", " + w_text + (dy_text.empty() ? "" : ", " + dy_text)};
+  }
+
   LayerDims dims(const std::string& layer) const {
+    if (layer == kTensorsLayer) return own_->dims;
     if (is_real(layer)) {
       const ref::LinearCapture& c = find_real_layer(layer);
       return {c.weight.rows(), c.weight.cols(), c.input.rows()};
@@ -260,6 +306,7 @@ class GemmStudy final : public StudyKind {
   }
 
   std::string source_of(const std::string& layer) const {
+    if (layer == kTensorsLayer) return own_->description;
     if (!is_real(layer)) return operand_description();
     const RealLayers& r = stories260k_layers();
     return "real: " + r.checkpoint + " (sha256 " + r.checkpoint_sha256 + "), FP64 forward/backward on " +
@@ -298,6 +345,10 @@ class GemmStudy final : public StudyKind {
   const Operands& operands(const Point& p) {
     const std::string key = p.at("layer") + "|" + p.at("distribution") + "|" + p.at("seed");
     if (cached_.key == key) return cached_;
+    if (p.at("layer") == kTensorsLayer) {
+      cached_ = {key, own_->x, own_->w, own_->dy};
+      return cached_;
+    }
     if (is_real(p.at("layer"))) {  // the captured values, rounded once to FP32
       const ref::LinearCapture& c = find_real_layer(p.at("layer"));
       cached_ = {key, to_floats(c.input), to_floats(c.weight), to_floats(c.output_grad)};
@@ -319,6 +370,7 @@ class GemmStudy final : public StudyKind {
   std::int64_t tokens_ = 256, outlier_channels_ = 0, sample_rows_ = 0, sample_cols_ = 0, sample_seed_ = 0;
   double outlier_scale_ = 100.0;
   std::string weight_distribution_ = "gaussian";
+  std::optional<OwnTensors> own_;
   Operands cached_;
 };
 

@@ -145,6 +145,46 @@ case_layers() {
   grep -qE "^llama-3.1-405b/q_proj +16384 +16384" "$work/out" || fail "catalog lacks Llama-3.1 405B"
 }
 
+case_own_tensors() {
+  "$py" - "$work" <<'PY'
+import json, struct, sys, numpy as np
+w = sys.argv[1]
+rng = np.random.default_rng(1)
+x = rng.standard_normal((64, 256)).astype(np.float32)
+wt = (rng.standard_normal((96, 256)) / 16).astype(np.float32)
+dy = rng.standard_normal((64, 96)).astype(np.float32)
+np.save(f"{w}/x.npy", x); np.save(f"{w}/dy.npy", dy)
+h = json.dumps({"proj.weight": {"dtype": "F32", "shape": [96, 256], "data_offsets": [0, wt.nbytes]}}).encode()
+open(f"{w}/model.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + wt.tobytes())
+bad = x.copy(); bad[3, 7] = np.nan; np.save(f"{w}/x_nan.npy", bad)
+np.save(f"{w}/x_k128.npy", x[:, :128])
+PY
+  spec() {  # spec X_FILE DY_LINE
+    printf '[study]\nname = "own"\nkind = "gemm"\n[axes]\nlayer = ["tensors"]\ngemm = ["fprop", "dgrad", "wgrad"]\na_granularity = ["tile:1x64", "row"]\nb_granularity = ["block:64x64"]\npromotion = [64]\n[tensors]\nx = "%s"\nw = "model.safetensors"\nw_name = "proj.weight"\n%s\n' "$1" "$2" >"$work/own.toml"
+  }
+  spec x.npy 'dy = "dy.npy"'
+  expect_exit 0 "$fp8lab" run "$work/own.toml" -o "$work/own.h5" --quiet
+  "$py" - "$work/own.h5" <<'PY' || fail "own-tensor study results are not as expected"
+import sys, xarray as xr
+df = xr.open_dataset(sys.argv[1], engine="h5netcdf").to_dataframe()
+assert (df.status == "ok").all() and len(df) == 6
+assert df.operand_source.str.startswith("bring-your-own: x=").all() and df.operand_source.str.contains("sha256").all()
+assert set(zip(df.gemm, df.m, df.n, df.k)) == {("fprop", 64, 96, 256), ("dgrad", 64, 256, 96), ("wgrad", 96, 256, 64)}
+PY
+  spec x_nan.npy 'dy = "dy.npy"'
+  expect_one_line_error "x_nan.npy: element (3, 7) is NaN" "$fp8lab" run "$work/own.toml" -o "$work/a.h5"
+  spec missing.npy 'dy = "dy.npy"'
+  expect_one_line_error "missing.npy: cannot open" "$fp8lab" run "$work/own.toml" -o "$work/a.h5"
+  spec x_k128.npy 'dy = "dy.npy"'
+  expect_one_line_error "field 'tensors.w': W is 96x256 but X is 64x128" "$fp8lab" run "$work/own.toml" -o "$work/a.h5"
+  spec x.npy ''
+  expect_one_line_error "field 'tensors.dy': missing: dgrad needs the output gradient" "$fp8lab" run "$work/own.toml" -o "$work/a.h5"
+  head -c 100 "$work/model.safetensors" >"$work/cut.safetensors"
+  sed -i 's/model.safetensors/cut.safetensors/' "$work/own.toml"
+  expect_one_line_error "cut.safetensors: truncated" "$fp8lab" run "$work/own.toml" -o "$work/a.h5"
+  [[ ! -e "$work/a.h5" ]] || fail "a refused run created its output"
+}
+
 # Label regression: the CI sweep against the committed baseline; and proof that the
 # comparison can fail: the test-only switch coarsens the accumulation rounding.
 case_regression_baseline() {
