@@ -181,30 +181,28 @@ void ResultsFile::append(const Row& row) {
   h5::check(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
 }
 
-std::vector<double> ResultsFile::read_f64(const std::string& column) const {
-  std::vector<double> out(static_cast<std::size_t>(rows_));
-  if (rows_ > 0) {
-    const hsize_t count = static_cast<hsize_t>(rows_), offset = 0;
-    const h5::Dataspace file_space(H5Dget_space(dataset(column)), "H5Dget_space");
-    h5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &offset, nullptr, &count, nullptr), "select");
-    const h5::Dataspace memory(H5Screate_simple(1, &count, nullptr), "H5Screate_simple");
-    h5::check(H5Dread(dataset(column), H5T_NATIVE_DOUBLE, memory.get(), file_space.get(), H5P_DEFAULT, out.data()),
-              "H5Dread");
-  }
+namespace {
+
+template <class T>
+std::vector<T> read_numbers(hid_t dataset, std::int64_t rows, hid_t memory_type) {
+  std::vector<T> out(static_cast<std::size_t>(rows));
+  if (rows == 0) return out;
+  const hsize_t count = static_cast<hsize_t>(rows), offset = 0;
+  const h5::Dataspace file_space(H5Dget_space(dataset), "H5Dget_space");
+  h5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &offset, nullptr, &count, nullptr), "select");
+  const h5::Dataspace memory(H5Screate_simple(1, &count, nullptr), "H5Screate_simple");
+  h5::check(H5Dread(dataset, memory_type, memory.get(), file_space.get(), H5P_DEFAULT, out.data()), "H5Dread");
   return out;
 }
 
+}  // namespace
+
+std::vector<double> ResultsFile::read_f64(const std::string& column) const {
+  return read_numbers<double>(dataset(column), rows_, H5T_NATIVE_DOUBLE);
+}
+
 std::vector<std::int64_t> ResultsFile::read_i64(const std::string& column) const {
-  std::vector<std::int64_t> out(static_cast<std::size_t>(rows_));
-  if (rows_ > 0) {
-    const hsize_t count = static_cast<hsize_t>(rows_), offset = 0;
-    const h5::Dataspace file_space(H5Dget_space(dataset(column)), "H5Dget_space");
-    h5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &offset, nullptr, &count, nullptr), "select");
-    const h5::Dataspace memory(H5Screate_simple(1, &count, nullptr), "H5Screate_simple");
-    h5::check(H5Dread(dataset(column), H5T_NATIVE_INT64, memory.get(), file_space.get(), H5P_DEFAULT, out.data()),
-              "H5Dread");
-  }
-  return out;
+  return read_numbers<std::int64_t>(dataset(column), rows_, H5T_NATIVE_INT64);
 }
 
 std::vector<std::string> ResultsFile::read_str(const std::string& column) const {

@@ -7,24 +7,8 @@ case_name=$1
 fp8lab=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-py=/usr/bin/python3
+source "$(dirname "$0")/test_lib.sh"
 "$py" -c "import numpy" 2>/dev/null || { echo "FAIL: $py lacks numpy (run: bash .ci/deps)" >&2; exit 1; }
-
-fail() { echo "FAIL [$case_name]: $*" >&2; exit 1; }
-
-# expect_exit CODE CMD...: runs CMD, output in $work/out and $work/err, checks the exit code.
-expect_exit() {
-  local want=$1; shift
-  set +e; "$@" >"$work/out" 2>"$work/err"; local got=$?; set -e
-  [[ $got == "$want" ]] || fail "exit $got, want $want: $* | stderr: $(cat "$work/err")"
-}
-# expect_one_line_error FRAGMENT CMD...: exit 2, exactly one stderr line containing FRAGMENT.
-expect_one_line_error() {
-  local fragment=$1; shift
-  expect_exit 2 "$@"
-  [[ $(wc -l <"$work/err") == 1 ]] || fail "stderr is not one line: $(cat "$work/err")"
-  grep -qF -- "$fragment" "$work/err" || fail "stderr lacks '$fragment': $(cat "$work/err")"
-}
 
 make_activation() {  # 256 x 1000: K = 1000 is no multiple of 128, so the tile grid is padded
   expect_exit 0 "$fp8lab" synth --rows 256 --cols 1000 --outlier-channels 8 --outlier-scale 100 --seed 3 -o "$work/x.npy"

@@ -8,20 +8,8 @@ fp8lab=$2
 source_dir=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-py=/usr/bin/python3
+source "$(dirname "$0")/test_lib.sh"
 "$py" -c "import h5py, xarray, h5netcdf" 2>/dev/null || { echo "FAIL: $py lacks h5py/xarray/h5netcdf (bash .ci/deps)" >&2; exit 1; }
-fail() { echo "FAIL [$case_name]: $*" >&2; exit 1; }
-expect_exit() {
-  local want=$1; shift
-  set +e; "$@" >"$work/out" 2>"$work/err"; local got=$?; set -e
-  [[ $got == "$want" ]] || fail "exit $got, want $want: $* | stderr: $(tail -3 "$work/err")"
-}
-expect_one_line_error() {
-  local fragment=$1; shift
-  expect_exit 2 "$@"
-  [[ $(wc -l <"$work/err") == 1 ]] || fail "stderr is not one line: $(cat "$work/err")"
-  grep -qF -- "$fragment" "$work/err" || fail "stderr lacks '$fragment': $(cat "$work/err")"
-}
 ci_spec=$source_dir/experiments/ci.toml
 resume_spec=$source_dir/experiments/resume_check.toml
 
