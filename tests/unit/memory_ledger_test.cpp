@@ -1,0 +1,79 @@
+// The device-memory ledger: exact live and peak bytes per category and in total, the same
+// numbers in shapes-only mode, buffers returned when destroyed or moved from.
+#include <catch2/catch.hpp>
+#include <thread>
+#include <vector>
+
+#include "kernels/memory_ledger.hpp"
+
+using namespace fp8lab;
+
+namespace {
+
+// A forward/backward-like sequence: weights, saved activations, workspace freed early, gradients.
+void run_sequence(MemoryLedger& ledger) {
+  DeviceBuffer w = ledger.allocate(1000, MemoryCategory::weights);
+  DeviceBuffer a1 = ledger.allocate(300, MemoryCategory::saved_activations);
+  {
+    DeviceBuffer ws = ledger.allocate(5000, MemoryCategory::workspace);  // peak total 6300 here
+  }
+  DeviceBuffer a2 = ledger.allocate(200, MemoryCategory::saved_activations);  // activations peak 500
+  a1 = DeviceBuffer();                                                          // released by move-assign
+  DeviceBuffer g = ledger.allocate(1000, MemoryCategory::gradients);
+  CHECK(ledger.live_total() == 1000 + 200 + 1000);
+}
+
+}  // namespace
+
+TEST_CASE("memory ledger: live and peak bytes per category and in total") {
+  HostAllocator host;
+  MemoryLedger ledger(&host);
+  run_sequence(ledger);
+  CHECK(ledger.live_total() == 0);
+  CHECK(ledger.peak_total() == 6300);  // 1000 + 300 + 5000, not the sum of per-category peaks
+  CHECK(ledger.peak(MemoryCategory::weights) == 1000);
+  CHECK(ledger.peak(MemoryCategory::saved_activations) == 500);
+  CHECK(ledger.peak(MemoryCategory::workspace) == 5000);
+  CHECK(ledger.peak(MemoryCategory::gradients) == 1000);
+  CHECK(ledger.live(MemoryCategory::saved_activations) == 0);
+  CHECK(ledger.summary().find("workspace: live 0 B, peak 5000 B") != std::string::npos);
+}
+
+TEST_CASE("memory ledger: shapes-only mode gives the same numbers without allocating") {
+  HostAllocator host;
+  MemoryLedger real(&host), shapes(nullptr);
+  run_sequence(real);
+  run_sequence(shapes);
+  CHECK(shapes.shapes_only());
+  for (std::size_t c = 0; c < kMemoryCategories; ++c)
+    CHECK(shapes.peak(static_cast<MemoryCategory>(c)) == real.peak(static_cast<MemoryCategory>(c)));
+  CHECK(shapes.peak_total() == real.peak_total());
+  // A DeepSeek-V3 o_proj weight in FP8 (7168 x 16384 bytes) costs nothing to account for.
+  const DeviceBuffer big = shapes.allocate(std::size_t{7168} * 16384, MemoryCategory::weights);
+  CHECK(big.data() == nullptr);
+  CHECK(shapes.live(MemoryCategory::weights) == std::size_t{7168} * 16384);
+}
+
+TEST_CASE("memory ledger: host buffers are real, aligned, and counted exactly under threads") {
+  HostAllocator host;
+  MemoryLedger ledger(&host);
+  {
+    DeviceBuffer b = ledger.allocate(100, MemoryCategory::other);
+    REQUIRE(b.data() != nullptr);
+    CHECK(reinterpret_cast<std::uintptr_t>(b.data()) % 256 == 0);
+    static_cast<unsigned char*>(b.data())[99] = 7;  // the memory is usable
+    DeviceBuffer moved = std::move(b);
+    CHECK(b.data() == nullptr);
+    CHECK(ledger.live_total() == 100);
+  }
+  CHECK(ledger.live_total() == 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 1000; ++i) DeviceBuffer b = ledger.allocate(64, MemoryCategory::workspace);
+    });
+  for (auto& t : threads) t.join();
+  CHECK(ledger.live_total() == 0);
+  CHECK(ledger.peak(MemoryCategory::workspace) <= 4 * 64);
+  CHECK(ledger.peak(MemoryCategory::workspace) >= 64);
+}
