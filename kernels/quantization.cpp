@@ -3,7 +3,6 @@
 #include <charconv>
 #include <stdexcept>
 
-#include "kernels/formats/ue8m0.hpp"
 
 namespace fp8lab {
 
@@ -107,14 +106,6 @@ QuantizedTensor make_quantized_tensor(std::int64_t rows, std::int64_t cols, cons
   q.codes.assign(static_cast<std::size_t>(rows * cols), 0);
   q.scales.assign(static_cast<std::size_t>(q.scale_rows * q.scale_cols), 1.0f);
   return q;
-}
-
-float tile_scale(float amax, float format_max, ScaleRule rule) {
-  if (amax == 0.0f) return 1.0f;
-  float sf = amax / format_max;
-  if (rule == ScaleRule::pow2) sf = ceil_pow2(sf);
-  constexpr float kMinScale = 0x1p-126f;
-  return sf < kMinScale ? kMinScale : sf;  // written so that a NaN sf passes through
 }
 
 }  // namespace fp8lab

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/formats/float_formats.hpp"
+#include "kernels/formats/ue8m0.hpp"
 
 namespace fp8lab {
 
@@ -76,6 +77,13 @@ QuantizedTensor make_quantized_tensor(std::int64_t rows, std::int64_t cols, cons
 // fp8lab's addition: sf is kept >= 2^-126 (FLT_MIN) so that fl32(1 / sf) stays finite;
 // only tiles with amax below fmt_max * 2^-126 (about 5e-36 for E4M3) are affected.
 // NaN amax gives a NaN scale (kernels propagate NaN; the harness rejects it earlier).
-float tile_scale(float amax, float format_max, ScaleRule rule);
+// Host and device run this same code, so the backends agree by construction.
+FP8LAB_HD inline float tile_scale(float amax, float format_max, ScaleRule rule) {
+  if (amax == 0.0f) return 1.0f;
+  float sf = amax / format_max;
+  if (rule == ScaleRule::pow2) sf = ceil_pow2(sf);
+  constexpr float kMinScale = 0x1p-126f;
+  return sf < kMinScale ? kMinScale : sf;  // written so that a NaN sf passes through
+}
 
 }  // namespace fp8lab

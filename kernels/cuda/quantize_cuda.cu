@@ -1,0 +1,139 @@
+// Contract: kernels/cpu/quantize.hpp (amax over the tile, tile_scale, q = satfinite RNE of
+// fl32(x * fl32(1 / sf)), x' = fl32(q * sf)); compiled with --fmad=false so x * inv is one
+// IEEE multiply as on the CPU, and IEEE division (nvcc's default -prec-div=true).
+// Layout: x rows x cols row-major; one CUDA block per (row, tile column) segment, so a
+// 1xT tile is one block and a BxB block is B of them (B atomics), per-row and per-tensor
+// one block per row.
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/quantize_cuda.hpp"
+#include "kernels/formats/float_formats.hpp"
+
+namespace fp8lab::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+
+struct Geometry {
+  std::int64_t rows, cols, tile_rows, tile_cols, scale_cols;
+};
+
+// amax of each (row, tile column) segment into its tile's slot: |x| compared as unsigned
+// bit patterns, which orders finite values and inf like floats and makes NaN the largest.
+__global__ void segment_amax_kernel(const float* x, Geometry g, unsigned* amax_bits) {
+  const std::int64_t row = blockIdx.y, tile_col = blockIdx.x;
+  const std::int64_t c0 = tile_col * g.tile_cols, c1 = min(g.cols, c0 + g.tile_cols);
+  unsigned m = 0;
+  for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) m = max(m, float_bits(x[row * g.cols + c]) & 0x7FFFFFFFu);
+  for (int offset = 16; offset > 0; offset /= 2) m = max(m, __shfl_down_sync(0xFFFFFFFFu, m, offset));
+  __shared__ unsigned warp_max[kThreads / 32];
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kThreads / 32; ++w) m = max(m, warp_max[w]);
+    atomicMax(&amax_bits[(row / g.tile_rows) * g.scale_cols + tile_col], m);
+  }
+}
+
+__global__ void scale_kernel(const unsigned* amax_bits, std::int64_t tiles, float format_max, ScaleRule rule, float* scales) {
+  const std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (t < tiles) scales[t] = tile_scale(float_from_bits(amax_bits[t]), format_max, rule);
+}
+
+template <class F>
+__global__ void encode_kernel(const float* x, Geometry g, const float* scales, std::uint8_t* codes) {
+  const std::int64_t row = blockIdx.y, tile_col = blockIdx.x;
+  const std::int64_t c0 = tile_col * g.tile_cols, c1 = min(g.cols, c0 + g.tile_cols);
+  const float inverse = 1.0f / scales[(row / g.tile_rows) * g.scale_cols + tile_col];
+  for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x)
+    codes[row * g.cols + c] = static_cast<std::uint8_t>(encode<F>(x[row * g.cols + c] * inverse, Saturation::satfinite));
+}
+
+template <class F>
+__global__ void dequantize_kernel(const std::uint8_t* codes, Geometry g, const float* scales, float* x) {
+  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= g.rows * g.cols) return;
+  const std::int64_t r = i / g.cols, c = i % g.cols;
+  x[i] = decode<F>(codes[i]) * scales[(r / g.tile_rows) * g.scale_cols + c / g.tile_cols];
+}
+
+__global__ void transpose_kernel(const float* in, std::int64_t rows, std::int64_t cols, float* out) {
+  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (i < rows * cols) out[(i % cols) * rows + i / cols] = in[i];
+}
+
+Geometry geometry_of(const QuantizedTensor& q) { return {q.rows, q.cols, q.tile_rows, q.tile_cols, q.scale_cols}; }
+
+template <class T>
+struct Device {
+  T* ptr = nullptr;
+  explicit Device(std::size_t n) { FP8LAB_CUDA_CHECK(cudaMalloc(&ptr, sizeof(T) * (n ? n : 1))); }
+  ~Device() { cudaFree(ptr); }
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+};
+
+unsigned blocks_for(std::int64_t n) { return static_cast<unsigned>((n + 255) / 256); }
+
+}  // namespace
+
+void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
+                     std::uint8_t* d_codes, float* d_scales, unsigned* d_amax_bits, cudaStream_t stream) {
+  const QuantizedTensor shape = make_quantized_tensor(0, cols, config);  // tile geometry only
+  const Geometry g{rows, cols, config.granularity.tile_rows(rows), shape.tile_cols, shape.scale_cols};
+  const std::int64_t tiles = ((rows + g.tile_rows - 1) / g.tile_rows) * g.scale_cols;
+  if (rows == 0 || cols == 0) return;
+  if (rows > 65535) throw std::invalid_argument("cuda quantize: more than 65535 rows is not supported yet");
+  FP8LAB_CUDA_CHECK(cudaMemsetAsync(d_amax_bits, 0, sizeof(unsigned) * static_cast<std::size_t>(tiles), stream));
+  const dim3 segments(static_cast<unsigned>(g.scale_cols), static_cast<unsigned>(rows));
+  segment_amax_kernel<<<segments, kThreads, 0, stream>>>(d_x, g, d_amax_bits);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+  scale_kernel<<<blocks_for(tiles), 256, 0, stream>>>(d_amax_bits, tiles, format_max(config.format), config.scale_rule,
+                                                       d_scales);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+  if (config.format == Fp8Format::e4m3) encode_kernel<E4M3><<<segments, kThreads, 0, stream>>>(d_x, g, d_scales, d_codes);
+  else encode_kernel<E5M2><<<segments, kThreads, 0, stream>>>(d_x, g, d_scales, d_codes);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config) {
+  if (static_cast<std::int64_t>(x.size()) != rows * cols) throw std::invalid_argument("cuda quantize: size does not match the shape");
+  QuantizedTensor q = make_quantized_tensor(rows, cols, config);
+  Device<float> d_x(x.size()), d_scales(q.scales.size());
+  Device<std::uint8_t> d_codes(q.codes.size());
+  Device<unsigned> d_amax(q.scales.size());
+  FP8LAB_CUDA_CHECK(cudaMemcpy(d_x.ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  quantize_device(d_x.ptr, rows, cols, config, d_codes.ptr, d_scales.ptr, d_amax.ptr, nullptr);
+  FP8LAB_CUDA_CHECK(cudaMemcpy(q.codes.data(), d_codes.ptr, q.codes.size(), cudaMemcpyDeviceToHost));
+  FP8LAB_CUDA_CHECK(cudaMemcpy(q.scales.data(), d_scales.ptr, q.scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  return q;
+}
+
+QuantizedTensor requantize_transposed(const QuantizedTensor& in) {
+  if (in.config.granularity.kind != Granularity::Kind::tile)
+    throw std::invalid_argument("requantize_transposed: input must be quantized with tile:1xT, not " +
+                                in.config.granularity.to_string());
+  const auto n = static_cast<std::int64_t>(in.codes.size());
+  Device<std::uint8_t> d_codes(in.codes.size());
+  Device<float> d_scales(in.scales.size()), d_x(in.codes.size()), d_t(in.codes.size());
+  FP8LAB_CUDA_CHECK(cudaMemcpy(d_codes.ptr, in.codes.data(), in.codes.size(), cudaMemcpyHostToDevice));
+  FP8LAB_CUDA_CHECK(cudaMemcpy(d_scales.ptr, in.scales.data(), in.scales.size() * sizeof(float), cudaMemcpyHostToDevice));
+  const Geometry g = geometry_of(in);
+  if (in.config.format == Fp8Format::e4m3) dequantize_kernel<E4M3><<<blocks_for(n), 256>>>(d_codes.ptr, g, d_scales.ptr, d_x.ptr);
+  else dequantize_kernel<E5M2><<<blocks_for(n), 256>>>(d_codes.ptr, g, d_scales.ptr, d_x.ptr);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+  transpose_kernel<<<blocks_for(n), 256>>>(d_x.ptr, in.rows, in.cols, d_t.ptr);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+  QuantizedTensor out = make_quantized_tensor(in.cols, in.rows, in.config);
+  Device<std::uint8_t> d_out_codes(out.codes.size());
+  Device<float> d_out_scales(out.scales.size());
+  Device<unsigned> d_amax(out.scales.size());
+  quantize_device(d_t.ptr, out.rows, out.cols, out.config, d_out_codes.ptr, d_out_scales.ptr, d_amax.ptr, nullptr);
+  FP8LAB_CUDA_CHECK(cudaMemcpy(out.codes.data(), d_out_codes.ptr, out.codes.size(), cudaMemcpyDeviceToHost));
+  FP8LAB_CUDA_CHECK(cudaMemcpy(out.scales.data(), d_out_scales.ptr, out.scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+}  // namespace fp8lab::cuda
