@@ -1,5 +1,6 @@
 #include "harness/gemm_errors.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -69,6 +70,19 @@ ErrorWithInterval compare(const Eigen::MatrixXd& y, const Eigen::MatrixXd& r, do
 }
 
 }  // namespace
+
+std::vector<std::int64_t> sample_without_replacement(std::int64_t n, std::int64_t total, std::mt19937_64& rng) {
+  if (n <= 0 || n >= total) return {};
+  std::vector<std::int64_t> all(static_cast<std::size_t>(total));
+  for (std::int64_t i = 0; i < total; ++i) all[static_cast<std::size_t>(i)] = i;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto j = i + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(total - i));
+    std::swap(all[static_cast<std::size_t>(i)], all[static_cast<std::size_t>(j)]);
+  }
+  all.resize(static_cast<std::size_t>(n));
+  std::sort(all.begin(), all.end());
+  return all;
+}
 
 Interval95 ratio_interval(const std::vector<double>& u, const std::vector<double>& v, std::int64_t population) {
   const auto n = static_cast<double>(u.size());

@@ -12,6 +12,7 @@
 // and a 95% interval R +- 1.96 se (transformed for rel_frobenius = sqrt(R) and SQNR = -10 log10 R).
 // Sampled maxima (max_abs, max_rel) are lower bounds on the full maxima and get no interval.
 #include <cstdint>
+#include <random>
 #include <span>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct GemmErrors {
 GemmErrors gemm_errors(std::span<const float> a, std::span<const float> b, const QuantizedTensor& qa,
                        const QuantizedTensor& qb, std::span<const float> out, const std::vector<std::int64_t>& rows,
                        const std::vector<std::int64_t>& cols);
+
+// n of the indices 0..total-1, a simple random sample without replacement (partial
+// Fisher-Yates), sorted; empty (meaning all) when n is 0 or at least total.
+std::vector<std::int64_t> sample_without_replacement(std::int64_t n, std::int64_t total, std::mt19937_64& rng);
 
 // The interval of a ratio estimate from per-cluster numerators u and denominators v, for a
 // sample of u.size() clusters out of `population` (exposed for tests).

@@ -31,20 +31,6 @@ struct GemmOptionsCli {
   bool json = false;
 };
 
-// n of `total` indices without replacement, sorted (all when n is 0 or >= total).
-std::vector<std::int64_t> sample_indices(std::int64_t n, std::int64_t total, std::mt19937_64& rng) {
-  if (n <= 0 || n >= total) return {};
-  std::vector<std::int64_t> all(static_cast<std::size_t>(total));
-  std::iota(all.begin(), all.end(), 0);
-  for (std::int64_t i = 0; i < n; ++i) {  // partial Fisher-Yates
-    const auto j = i + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(total - i));
-    std::swap(all[static_cast<std::size_t>(i)], all[static_cast<std::size_t>(j)]);
-  }
-  all.resize(static_cast<std::size_t>(n));
-  std::sort(all.begin(), all.end());
-  return all;
-}
-
 nlohmann::json error_json(const ErrorWithInterval& e) {
   const ErrorMetrics& m = e.metrics;
   nlohmann::json j = {{"rel_frobenius", m.rel_frobenius}, {"sqnr_db", m.sqnr_db}, {"deepgemm_diff", m.deepgemm_diff},
@@ -93,8 +79,8 @@ int run_gemm(const GemmOptionsCli& o) {
   const GemmPlan plan = plan_gemm(qa, qb, config);  // refuses invalid combinations before any work
 
   std::mt19937_64 rng(o.seed);
-  const std::vector<std::int64_t> rows = sample_indices(o.sample_rows, a.rows, rng);
-  const std::vector<std::int64_t> cols = sample_indices(o.sample_cols, b.rows, rng);
+  const std::vector<std::int64_t> rows = sample_without_replacement(o.sample_rows, a.rows, rng);
+  const std::vector<std::int64_t> cols = sample_without_replacement(o.sample_cols, b.rows, rng);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<float> out = cpu::gemm_nt(qa, qb, config, {o.threads, false, rows, cols});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

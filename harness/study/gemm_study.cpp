@@ -47,18 +47,6 @@ std::vector<float> transpose(const std::vector<float>& x, std::int64_t rows, std
   return t;
 }
 
-std::vector<std::int64_t> sample(std::int64_t n, std::int64_t total, std::mt19937_64& rng) {
-  if (n <= 0 || n >= total) return {};
-  std::vector<std::int64_t> all(static_cast<std::size_t>(total));
-  for (std::int64_t i = 0; i < total; ++i) all[static_cast<std::size_t>(i)] = i;
-  for (std::int64_t i = 0; i < n; ++i)
-    std::swap(all[static_cast<std::size_t>(i)],
-              all[static_cast<std::size_t>(i + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(total - i)))]);
-  all.resize(static_cast<std::size_t>(n));
-  std::sort(all.begin(), all.end());
-  return all;
-}
-
 class GemmStudy final : public StudyKind {
  public:
   GemmStudy() : catalog_(load_layer_catalog()) {}
@@ -211,7 +199,8 @@ class GemmStudy final : public StudyKind {
     const QuantizedTensor qa = cpu::quantize(a, s.m, s.k, {f, Granularity::parse(p.at("a_granularity")), rule});
     const QuantizedTensor qb = cpu::quantize(b, s.n, s.k, {f, Granularity::parse(p.at("b_granularity")), rule});
     std::mt19937_64 rng(static_cast<std::uint64_t>(sample_seed_));
-    const std::vector<std::int64_t> rows = sample(sample_rows_, s.m, rng), cols = sample(sample_cols_, s.n, rng);
+    const std::vector<std::int64_t> rows = sample_without_replacement(sample_rows_, s.m, rng);
+    const std::vector<std::int64_t> cols = sample_without_replacement(sample_cols_, s.n, rng);
     const auto start = std::chrono::steady_clock::now();
     const std::vector<float> out = cpu::gemm_nt(qa, qb, config(p), {context.threads, false, rows, cols});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
