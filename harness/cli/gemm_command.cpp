@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <random>
 #include <stdexcept>
 
 #include "data/tensor_io/npy.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/gemm_errors.hpp"
+#include "harness/metrics/error_metrics_json.hpp"
 #include "harness/operand_checks.hpp"
 #include "kernels/cpu/gemm_fp8_nt.hpp"
 #include "kernels/cpu/quantize.hpp"
@@ -32,10 +32,7 @@ struct GemmOptionsCli {
 };
 
 nlohmann::json error_json(const ErrorWithInterval& e) {
-  const ErrorMetrics& m = e.metrics;
-  nlohmann::json j = {{"rel_frobenius", m.rel_frobenius}, {"sqnr_db", m.sqnr_db}, {"deepgemm_diff", m.deepgemm_diff},
-                      {"max_abs", m.max_abs},             {"max_rel", m.max_rel}, {"rel_floor", m.rel_floor},
-                      {"cosine", m.cosine},               {"count", m.count}};
+  nlohmann::json j = to_json(e.metrics);
   if (e.sampled)
     j["ci95"] = {{"rel_frobenius", {e.rel_frobenius.low, e.rel_frobenius.high}},
                  {"sqnr_db", {e.sqnr_db.low, e.sqnr_db.high}},

@@ -8,7 +8,7 @@
 
 #include "data/tensor_io/npy.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/metrics/error_metrics.hpp"
+#include "harness/metrics/error_metrics_json.hpp"
 #include "harness/operand_checks.hpp"
 #include "kernels/cpu/quantize.hpp"
 
@@ -39,12 +39,6 @@ GranularityResult run_one(const std::vector<float>& x, std::int64_t rows, std::i
   for (std::size_t i = 0; i < x.size(); ++i)
     if (x[i] != 0.0f && (r.quantized.codes[i] & 0x7F) == 0) ++r.zeroed;
   return r;
-}
-
-nlohmann::json metrics_json(const ErrorMetrics& m) {
-  return {{"rel_frobenius", m.rel_frobenius}, {"sqnr_db", m.sqnr_db},   {"deepgemm_diff", m.deepgemm_diff},
-          {"max_abs", m.max_abs},             {"max_rel", m.max_rel},   {"rel_floor", m.rel_floor},
-          {"rel_count", m.rel_count},         {"cosine", m.cosine},     {"count", m.count}};
 }
 
 void write_outputs(const QuantizeOptions& o, const GranularityResult& r) {
@@ -95,7 +89,7 @@ int run_quantize(const QuantizeOptions& o) {
       nlohmann::json entry = {{"granularity", g.to_string()},
                               {"scale_shape", {r.quantized.scale_rows, r.quantized.scale_cols}},
                               {"zeroed", r.zeroed},
-                              {"metrics", metrics_json(m)}};
+                              {"metrics", to_json(m)}};
       report["results"].push_back(entry);
     } else {
       const std::string grid = std::to_string(r.quantized.scale_rows) + "x" + std::to_string(r.quantized.scale_cols);

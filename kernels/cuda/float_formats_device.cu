@@ -3,6 +3,7 @@
 #include <cuda_fp8.h>
 
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/device_array.hpp"
 #include "kernels/cuda/float_formats_device.hpp"
 
 namespace fp8lab::cuda {
@@ -33,15 +34,6 @@ __global__ void compare_with_hardware_kernel(std::uint64_t begin, unsigned long 
   }
 }
 
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  explicit DeviceBuffer(std::size_t n) { FP8LAB_CUDA_CHECK(cudaMalloc(&ptr, n * sizeof(T) + 1)); }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
 }  // namespace
 
 int device_count() {
@@ -50,44 +42,44 @@ int device_count() {
 }
 
 std::vector<float> decode_all_codes_on_device(Fp8Format format) {
-  DeviceBuffer<float> out(256);
-  if (format == Fp8Format::e4m3) decode_all_kernel<E4M3><<<1, 256>>>(out.ptr);
-  else decode_all_kernel<E5M2><<<1, 256>>>(out.ptr);
+  DeviceArray<float> out(256);
+  if (format == Fp8Format::e4m3) decode_all_kernel<E4M3><<<1, 256>>>(out.get());
+  else decode_all_kernel<E5M2><<<1, 256>>>(out.get());
   FP8LAB_CUDA_CHECK(cudaGetLastError());
   std::vector<float> host(256);
-  FP8LAB_CUDA_CHECK(cudaMemcpy(host.data(), out.ptr, 256 * sizeof(float), cudaMemcpyDeviceToHost));
+  FP8LAB_CUDA_CHECK(cudaMemcpy(host.data(), out.get(), 256 * sizeof(float), cudaMemcpyDeviceToHost));
   return host;
 }
 
 std::vector<std::uint8_t> encode_on_device(const std::vector<float>& x, Fp8Format format, Saturation saturation) {
-  DeviceBuffer<float> in(x.size());
-  DeviceBuffer<std::uint8_t> out(x.size());
-  FP8LAB_CUDA_CHECK(cudaMemcpy(in.ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  DeviceArray<float> in(x.size());
+  DeviceArray<std::uint8_t> out(x.size());
+  FP8LAB_CUDA_CHECK(cudaMemcpy(in.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
   const unsigned blocks = static_cast<unsigned>((x.size() + 255) / 256);
   if (!x.empty()) {
-    if (format == Fp8Format::e4m3) encode_kernel<E4M3><<<blocks, 256>>>(in.ptr, out.ptr, x.size(), saturation);
-    else encode_kernel<E5M2><<<blocks, 256>>>(in.ptr, out.ptr, x.size(), saturation);
+    if (format == Fp8Format::e4m3) encode_kernel<E4M3><<<blocks, 256>>>(in.get(), out.get(), x.size(), saturation);
+    else encode_kernel<E5M2><<<blocks, 256>>>(in.get(), out.get(), x.size(), saturation);
     FP8LAB_CUDA_CHECK(cudaGetLastError());
   }
   std::vector<std::uint8_t> host(x.size());
-  FP8LAB_CUDA_CHECK(cudaMemcpy(host.data(), out.ptr, x.size(), cudaMemcpyDeviceToHost));
+  FP8LAB_CUDA_CHECK(cudaMemcpy(host.data(), out.get(), x.size(), cudaMemcpyDeviceToHost));
   return host;
 }
 
 HardwareComparison compare_with_hardware_conversion(Fp8Format format) {
-  DeviceBuffer<unsigned long long> counters(2);
+  DeviceArray<unsigned long long> counters(2);
   const unsigned long long initial[2] = {0ull, 1ull << 32};
-  FP8LAB_CUDA_CHECK(cudaMemcpy(counters.ptr, initial, sizeof initial, cudaMemcpyHostToDevice));
+  FP8LAB_CUDA_CHECK(cudaMemcpy(counters.get(), initial, sizeof initial, cudaMemcpyHostToDevice));
   constexpr std::uint64_t kChunk = 1ull << 30;  // 2^22 blocks of 256 threads per launch
   for (std::uint64_t begin = 0; begin < (1ull << 32); begin += kChunk) {
     if (format == Fp8Format::e4m3)
-      compare_with_hardware_kernel<E4M3><<<static_cast<unsigned>(kChunk / 256), 256>>>(begin, counters.ptr, counters.ptr + 1);
+      compare_with_hardware_kernel<E4M3><<<static_cast<unsigned>(kChunk / 256), 256>>>(begin, counters.get(), counters.get() + 1);
     else
-      compare_with_hardware_kernel<E5M2><<<static_cast<unsigned>(kChunk / 256), 256>>>(begin, counters.ptr, counters.ptr + 1);
+      compare_with_hardware_kernel<E5M2><<<static_cast<unsigned>(kChunk / 256), 256>>>(begin, counters.get(), counters.get() + 1);
     FP8LAB_CUDA_CHECK(cudaGetLastError());
   }
   unsigned long long result[2];
-  FP8LAB_CUDA_CHECK(cudaMemcpy(result, counters.ptr, sizeof result, cudaMemcpyDeviceToHost));
+  FP8LAB_CUDA_CHECK(cudaMemcpy(result, counters.get(), sizeof result, cudaMemcpyDeviceToHost));
   return {result[0], result[1]};
 }
 

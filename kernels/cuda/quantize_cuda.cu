@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/device_array.hpp"
 #include "kernels/cuda/quantize_cuda.hpp"
 #include "kernels/formats/float_formats.hpp"
 
@@ -66,15 +67,6 @@ __global__ void transpose_kernel(const float* in, std::int64_t rows, std::int64_
 
 Geometry geometry_of(const QuantizedTensor& q) { return {q.rows, q.cols, q.tile_rows, q.tile_cols, q.scale_cols}; }
 
-template <class T>
-struct Device {
-  T* ptr = nullptr;
-  explicit Device(std::size_t n) { FP8LAB_CUDA_CHECK(cudaMalloc(&ptr, sizeof(T) * (n ? n : 1))); }
-  ~Device() { cudaFree(ptr); }
-  Device(const Device&) = delete;
-  Device& operator=(const Device&) = delete;
-};
-
 unsigned blocks_for(std::int64_t n) { return static_cast<unsigned>((n + 255) / 256); }
 
 }  // namespace
@@ -101,13 +93,13 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
 QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config) {
   if (static_cast<std::int64_t>(x.size()) != rows * cols) throw std::invalid_argument("cuda quantize: size does not match the shape");
   QuantizedTensor q = make_quantized_tensor(rows, cols, config);
-  Device<float> d_x(x.size()), d_scales(q.scales.size());
-  Device<std::uint8_t> d_codes(q.codes.size());
-  Device<unsigned> d_amax(q.scales.size());
-  FP8LAB_CUDA_CHECK(cudaMemcpy(d_x.ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
-  quantize_device(d_x.ptr, rows, cols, config, d_codes.ptr, d_scales.ptr, d_amax.ptr, nullptr);
-  FP8LAB_CUDA_CHECK(cudaMemcpy(q.codes.data(), d_codes.ptr, q.codes.size(), cudaMemcpyDeviceToHost));
-  FP8LAB_CUDA_CHECK(cudaMemcpy(q.scales.data(), d_scales.ptr, q.scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  DeviceArray<float> d_x(x.size()), d_scales(q.scales.size());
+  DeviceArray<std::uint8_t> d_codes(q.codes.size());
+  DeviceArray<unsigned> d_amax(q.scales.size());
+  FP8LAB_CUDA_CHECK(cudaMemcpy(d_x.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  quantize_device(d_x.get(), rows, cols, config, d_codes.get(), d_scales.get(), d_amax.get(), nullptr);
+  FP8LAB_CUDA_CHECK(cudaMemcpy(q.codes.data(), d_codes.get(), q.codes.size(), cudaMemcpyDeviceToHost));
+  FP8LAB_CUDA_CHECK(cudaMemcpy(q.scales.data(), d_scales.get(), q.scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
   return q;
 }
 
@@ -116,23 +108,23 @@ QuantizedTensor requantize_transposed(const QuantizedTensor& in) {
     throw std::invalid_argument("requantize_transposed: input must be quantized with tile:1xT, not " +
                                 in.config.granularity.to_string());
   const auto n = static_cast<std::int64_t>(in.codes.size());
-  Device<std::uint8_t> d_codes(in.codes.size());
-  Device<float> d_scales(in.scales.size()), d_x(in.codes.size()), d_t(in.codes.size());
-  FP8LAB_CUDA_CHECK(cudaMemcpy(d_codes.ptr, in.codes.data(), in.codes.size(), cudaMemcpyHostToDevice));
-  FP8LAB_CUDA_CHECK(cudaMemcpy(d_scales.ptr, in.scales.data(), in.scales.size() * sizeof(float), cudaMemcpyHostToDevice));
+  DeviceArray<std::uint8_t> d_codes(in.codes.size());
+  DeviceArray<float> d_scales(in.scales.size()), d_x(in.codes.size()), d_t(in.codes.size());
+  FP8LAB_CUDA_CHECK(cudaMemcpy(d_codes.get(), in.codes.data(), in.codes.size(), cudaMemcpyHostToDevice));
+  FP8LAB_CUDA_CHECK(cudaMemcpy(d_scales.get(), in.scales.data(), in.scales.size() * sizeof(float), cudaMemcpyHostToDevice));
   const Geometry g = geometry_of(in);
-  if (in.config.format == Fp8Format::e4m3) dequantize_kernel<E4M3><<<blocks_for(n), 256>>>(d_codes.ptr, g, d_scales.ptr, d_x.ptr);
-  else dequantize_kernel<E5M2><<<blocks_for(n), 256>>>(d_codes.ptr, g, d_scales.ptr, d_x.ptr);
+  if (in.config.format == Fp8Format::e4m3) dequantize_kernel<E4M3><<<blocks_for(n), 256>>>(d_codes.get(), g, d_scales.get(), d_x.get());
+  else dequantize_kernel<E5M2><<<blocks_for(n), 256>>>(d_codes.get(), g, d_scales.get(), d_x.get());
   FP8LAB_CUDA_CHECK(cudaGetLastError());
-  transpose_kernel<<<blocks_for(n), 256>>>(d_x.ptr, in.rows, in.cols, d_t.ptr);
+  transpose_kernel<<<blocks_for(n), 256>>>(d_x.get(), in.rows, in.cols, d_t.get());
   FP8LAB_CUDA_CHECK(cudaGetLastError());
   QuantizedTensor out = make_quantized_tensor(in.cols, in.rows, in.config);
-  Device<std::uint8_t> d_out_codes(out.codes.size());
-  Device<float> d_out_scales(out.scales.size());
-  Device<unsigned> d_amax(out.scales.size());
-  quantize_device(d_t.ptr, out.rows, out.cols, out.config, d_out_codes.ptr, d_out_scales.ptr, d_amax.ptr, nullptr);
-  FP8LAB_CUDA_CHECK(cudaMemcpy(out.codes.data(), d_out_codes.ptr, out.codes.size(), cudaMemcpyDeviceToHost));
-  FP8LAB_CUDA_CHECK(cudaMemcpy(out.scales.data(), d_out_scales.ptr, out.scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  DeviceArray<std::uint8_t> d_out_codes(out.codes.size());
+  DeviceArray<float> d_out_scales(out.scales.size());
+  DeviceArray<unsigned> d_amax(out.scales.size());
+  quantize_device(d_t.get(), out.rows, out.cols, out.config, d_out_codes.get(), d_out_scales.get(), d_amax.get(), nullptr);
+  FP8LAB_CUDA_CHECK(cudaMemcpy(out.codes.data(), d_out_codes.get(), out.codes.size(), cudaMemcpyDeviceToHost));
+  FP8LAB_CUDA_CHECK(cudaMemcpy(out.scales.data(), d_out_scales.get(), out.scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
   return out;
 }
 
