@@ -14,8 +14,7 @@
 #include "harness/gemm_errors.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
 #include "harness/operand_checks.hpp"
-#include "kernels/cpu/gemm_fp8_nt.hpp"
-#include "kernels/cpu/quantize.hpp"
+#include "harness/backend_select.hpp"
 
 namespace fp8lab::cli {
 namespace {
@@ -28,6 +27,7 @@ struct GemmOptionsCli {
   std::int64_t sample_rows = 0, sample_cols = 0;
   std::uint64_t seed = 0;
   int threads = 0;
+  std::string backend = "auto";
   bool json = false;
 };
 
@@ -64,6 +64,7 @@ int run_gemm(const GemmOptionsCli& o) {
                           parse_output_type(o.output)};
   const Granularity ga = Granularity::parse(o.a_granularity), gb = Granularity::parse(o.b_granularity);
   if (o.sample_rows < 0 || o.sample_cols < 0) throw std::invalid_argument("--sample-rows/--sample-cols must be >= 0");
+  const std::unique_ptr<Backend> backend = select_backend(o.backend, /*needs_gemm=*/true);
 
   const MatrixOperand a = load_matrix_operand(o.a, o.a_name);
   const MatrixOperand b = load_matrix_operand(o.b, o.b_name);
@@ -71,15 +72,15 @@ int run_gemm(const GemmOptionsCli& o) {
     throw std::invalid_argument(o.a + " is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + " and " + o.b +
                                 " is " + std::to_string(b.rows) + "x" + std::to_string(b.cols) +
                                 ": A (M x K) and B (N x K) must share K");
-  const QuantizedTensor qa = cpu::quantize(a.values, a.rows, a.cols, {format, ga, rule});
-  const QuantizedTensor qb = cpu::quantize(b.values, b.rows, b.cols, {format, gb, rule});
+  const QuantizedTensor qa = backend->quantize(a.values, a.rows, a.cols, {format, ga, rule});
+  const QuantizedTensor qb = backend->quantize(b.values, b.rows, b.cols, {format, gb, rule});
   const GemmPlan plan = plan_gemm(qa, qb, config);  // refuses invalid combinations before any work
 
   std::mt19937_64 rng(o.seed);
   const std::vector<std::int64_t> rows = sample_without_replacement(o.sample_rows, a.rows, rng);
   const std::vector<std::int64_t> cols = sample_without_replacement(o.sample_cols, b.rows, rng);
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<float> out = cpu::gemm_nt(qa, qb, config, {o.threads, false, rows, cols});
+  const std::vector<float> out = backend->gemm_nt(qa, qb, config, {o.threads, false, rows, cols});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const GemmErrors errors = gemm_errors(a.values, b.values, qa, qb, out, rows, cols);
   if (!o.out.empty())
@@ -91,7 +92,7 @@ int run_gemm(const GemmOptionsCli& o) {
         {"format", o.format}, {"scale_rule", o.scale}, {"a_granularity", ga.to_string()},
         {"b_granularity", gb.to_string()}, {"accumulation", config.accumulation.to_string()},
         {"promotion", config.promotion.to_string()}, {"promotion_elements", plan.interval},
-        {"output", o.output}, {"backend", "cpu"},
+        {"output", o.output}, {"backend", backend->name()}, {"device", backend->device()},
         {"rows_computed", errors.rows_computed}, {"cols_computed", errors.cols_computed},
         {"seconds", seconds},
         {"quantization", error_json(errors.quantization)}, {"accumulation_error", error_json(errors.accumulation)},
@@ -102,10 +103,10 @@ int run_gemm(const GemmOptionsCli& o) {
   const std::string promotion = config.promotion.never ? "never (one partial over K = " + std::to_string(plan.padded_k) + ")"
                                                        : "every " + std::to_string(plan.interval);
   std::printf("C = A * B^T: M=%lld N=%lld K=%lld, %s, A %s, B %s, scale %s, accumulation %s, promotion %s, "
-              "%s output, cpu backend\n",
+              "%s output, %s backend\n",
               static_cast<long long>(a.rows), static_cast<long long>(b.rows), static_cast<long long>(a.cols),
               o.format.c_str(), ga.to_string().c_str(), gb.to_string().c_str(), o.scale.c_str(),
-              config.accumulation.to_string().c_str(), promotion.c_str(), o.output.c_str());
+              config.accumulation.to_string().c_str(), promotion.c_str(), o.output.c_str(), backend->name().c_str());
   std::printf("computed %lld of %lld rows x %lld of %lld columns in %.2f s; max_rel over |ref| > %.4g (1%% of RMS)\n",
               static_cast<long long>(errors.rows_computed), static_cast<long long>(a.rows),
               static_cast<long long>(errors.cols_computed), static_cast<long long>(b.rows), seconds,
@@ -147,6 +148,8 @@ Command add_gemm_command(CLI::App& app) {
   sub->add_option("--sample-cols", o->sample_cols, "Compute only this many random output columns (0: all)");
   sub->add_option("--seed", o->seed, "Seed of the row/column sample")->capture_default_str();
   sub->add_option("--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
+  sub->add_option("--backend", o->backend, "cpu, cuda or auto (cuda when a device is there and can run GEMMs)")
+      ->capture_default_str();
   sub->add_flag("--json", o->json, "Print the report as JSON");
   return {sub, [o] { return run_gemm(*o); }};
 }

@@ -10,6 +10,7 @@
 #include "harness/cli/commands.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
 #include "harness/operand_checks.hpp"
+#include "harness/backend_select.hpp"
 #include "kernels/cpu/quantize.hpp"
 
 namespace fp8lab::cli {
@@ -20,6 +21,7 @@ struct QuantizeOptions {
   std::vector<std::string> granularities;
   std::string codes_out, scales_out, dequant_out;
   double rel_floor = -1;  // < 0: 1% of the input's RMS
+  std::string backend = "auto";
   bool json = false;
 };
 
@@ -30,10 +32,10 @@ struct GranularityResult {
   std::int64_t zeroed = 0;  // nonzero inputs whose code is +-0 (underflow)
 };
 
-GranularityResult run_one(const std::vector<float>& x, std::int64_t rows, std::int64_t cols,
+GranularityResult run_one(Backend& backend, const std::vector<float>& x, std::int64_t rows, std::int64_t cols,
                           const QuantizeConfig& config, double rel_floor) {
   GranularityResult r;
-  r.quantized = cpu::quantize(x, rows, cols, config);
+  r.quantized = backend.quantize(x, rows, cols, config);
   r.dequantized = cpu::dequantize(r.quantized);
   r.metrics = error_metrics(std::span<const float>(r.dequantized), std::span<const float>(x), rel_floor);
   for (std::size_t i = 0; i < x.size(); ++i)
@@ -57,6 +59,7 @@ int run_quantize(const QuantizeOptions& o) {
     throw std::invalid_argument("--codes/--scales/--dequant need exactly one --granularity");
   const Fp8Format format = parse_fp8_format(o.format);
   const ScaleRule rule = parse_scale_rule(o.scale);
+  const std::unique_ptr<Backend> backend = select_backend(o.backend, /*needs_gemm=*/false);
 
   const MatrixOperand operand = load_matrix_operand(o.tensor, o.name);
   const std::int64_t rows = operand.rows, cols = operand.cols;
@@ -71,18 +74,18 @@ int run_quantize(const QuantizeOptions& o) {
 
   nlohmann::json report = {{"tensor", o.tensor},   {"name", o.name},        {"dtype", dtype_name(operand.dtype)},
                            {"shape", {rows, cols}}, {"format", o.format},    {"scale_rule", o.scale},
-                           {"backend", "cpu"},      {"rel_floor", floor},    {"results", nlohmann::json::array()}};
+                           {"backend", backend->name()},      {"rel_floor", floor},    {"results", nlohmann::json::array()}};
   if (!o.json) {
-    std::printf("%s%s%s: %lldx%lld %s -> %s, scale rule %s\n", o.tensor.c_str(), o.name.empty() ? "" : ":",
+    std::printf("%s%s%s: %lldx%lld %s -> %s, scale rule %s, %s backend\n", o.tensor.c_str(), o.name.empty() ? "" : ":",
                 o.name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols), dtype_name(operand.dtype),
-                o.format.c_str(), o.scale.c_str());
+                o.format.c_str(), o.scale.c_str(), backend->name().c_str());
     std::printf("dequantized vs input; max_rel over |x| > %.4g%s\n", floor,
                 o.rel_floor < 0 ? " (1% of the input's RMS)" : "");
     std::printf("%-14s %-11s %10s %9s %11s %10s %10s %10s %9s\n", "granularity", "scales", "rel_frob", "sqnr_db",
                 "1-cosine", "diff", "max_abs", "max_rel", "zeroed");
   }
   for (const Granularity& g : granularities) {
-    const GranularityResult r = run_one(x, rows, cols, {format, g, rule}, floor);
+    const GranularityResult r = run_one(*backend, x, rows, cols, {format, g, rule}, floor);
     if (writes_files) write_outputs(o, r);
     const ErrorMetrics& m = r.metrics;
     if (o.json) {
@@ -126,6 +129,7 @@ Command add_quantize_command(CLI::App& app) {
   sub->add_option("--dequant", o->dequant_out, "Write the dequantized tensor (float32) to this .npy");
   sub->add_option("--rel-floor", o->rel_floor,
                   "max_rel counts only elements with |x| above this (default: 1% of the input's RMS)");
+  sub->add_option("--backend", o->backend, "cpu, cuda or auto (cuda when a device is there)")->capture_default_str();
   sub->add_flag("--json", o->json, "Print the report as JSON");
   return {sub, [o] { return run_quantize(*o); }};
 }

@@ -28,8 +28,7 @@
 #include "harness/operand_checks.hpp"
 #include "harness/real_layers.hpp"
 #include "harness/study/study_kind.hpp"
-#include "kernels/cpu/gemm_fp8_nt.hpp"
-#include "kernels/cpu/quantize.hpp"
+#include "kernels/backend.hpp"
 
 namespace fp8lab {
 namespace {
@@ -196,13 +195,14 @@ class GemmStudy final : public StudyKind {
     }
     const Fp8Format f = parse_fp8_format(p.at("format"));
     const ScaleRule rule = parse_scale_rule(p.at("scale"));
-    const QuantizedTensor qa = cpu::quantize(a, s.m, s.k, {f, Granularity::parse(p.at("a_granularity")), rule});
-    const QuantizedTensor qb = cpu::quantize(b, s.n, s.k, {f, Granularity::parse(p.at("b_granularity")), rule});
+    Backend& backend = *context.backend;
+    const QuantizedTensor qa = backend.quantize(a, s.m, s.k, {f, Granularity::parse(p.at("a_granularity")), rule});
+    const QuantizedTensor qb = backend.quantize(b, s.n, s.k, {f, Granularity::parse(p.at("b_granularity")), rule});
     std::mt19937_64 rng(static_cast<std::uint64_t>(sample_seed_));
     const std::vector<std::int64_t> rows = sample_without_replacement(sample_rows_, s.m, rng);
     const std::vector<std::int64_t> cols = sample_without_replacement(sample_cols_, s.n, rng);
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<float> out = cpu::gemm_nt(qa, qb, config(p), {context.threads, false, rows, cols});
+    const std::vector<float> out = backend.gemm_nt(qa, qb, config(p), {context.threads, false, rows, cols});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const GemmErrors errors = gemm_errors(a, b, qa, qb, out, rows, cols);
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "data/sha256.hpp"
+#include "harness/backend_select.hpp"
 #include "harness/progress.hpp"
 #include "harness/results/results_file.hpp"
 #include "harness/study/grid.hpp"
@@ -36,7 +37,7 @@ std::string command_output(const std::string& command) {
   return out;
 }
 
-std::map<std::string, std::string> provenance(const StudySpec& spec, const StudyKind& kind, const std::string& backend,
+std::map<std::string, std::string> provenance(const StudySpec& spec, const StudyKind& kind, const Backend& backend,
                                               const std::vector<Point>& grid, const RunOptions& options) {
   const std::string source = FP8LAB_SOURCE_DIR;
   const std::string sha = command_output("git -C '" + source + "' rev-parse HEAD 2>/dev/null");
@@ -63,8 +64,8 @@ std::map<std::string, std::string> provenance(const StudySpec& spec, const Study
           {"fp8lab_version", "0.1.0"},
           {"git_sha", sha.empty() ? "unknown" : sha},
           {"git_dirty", sha.empty() ? "unknown" : dirty},
-          {"backend", backend},
-          {"device", "cpu emulation (no GPU used)"},
+          {"backend", backend.name()},
+          {"device", backend.device()},
           {"host", host},
           {"hdf5_version", hdf5_library_version()},
           {"operands", kind.operand_description()},
@@ -104,10 +105,7 @@ std::filesystem::path run_study(const RunOptions& options) {
   if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count)
     throw std::invalid_argument("--shard " + std::to_string(options.shard_index) + "/" +
                                 std::to_string(options.shard_count) + " is not I/N with 0 <= I < N");
-  if (options.backend != "cpu" && options.backend != "auto")
-    throw std::invalid_argument("--backend " + options.backend +
-                                ": the CUDA backend is not built into this fp8lab yet (use cpu or auto)");
-  const std::string backend = "cpu";  // auto picks the CPU until the CUDA backend exists
+  const std::unique_ptr<Backend> backend = select_backend(options.backend, /*needs_gemm=*/true);
 
   std::filesystem::path out = options.out;
   if (out.empty()) {
@@ -129,7 +127,7 @@ std::filesystem::path run_study(const RunOptions& options) {
     if (std::filesystem::exists(out))
       throw std::invalid_argument(out.string() + ": exists; use --resume to complete it, or remove it");
     if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
-    return ResultsFile::create(out, columns_for(*kind), provenance(spec, *kind, backend, grid, options));
+    return ResultsFile::create(out, columns_for(*kind), provenance(spec, *kind, *backend, grid, options));
   }();
 
   std::vector<std::int64_t> todo;
@@ -137,7 +135,7 @@ std::filesystem::path run_study(const RunOptions& options) {
     if (i % options.shard_count == options.shard_index && !done.contains(grid[static_cast<std::size_t>(i)].key()))
       todo.push_back(i);
   Progress progress(static_cast<std::int64_t>(todo.size()), options.quiet);
-  const RunContext context{options.threads};
+  const RunContext context{options.threads, backend.get()};
   for (std::size_t t = 0; t < todo.size(); ++t) {
     const Point& point = grid[static_cast<std::size_t>(todo[t])];
     progress.begin_point(static_cast<std::int64_t>(t), short_description(point));

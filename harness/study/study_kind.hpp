@@ -25,8 +25,11 @@ struct Point {
   std::string key() const;  // "axis=value;..." identifies the point across runs (resume, compare)
 };
 
+class Backend;
+
 struct RunContext {
   int threads = 0;
+  Backend* backend = nullptr;  // the one the run selected (--backend)
 };
 
 class StudyKind {

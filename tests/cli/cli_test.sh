@@ -122,6 +122,7 @@ np.save('$work/bytes.npy', np.ones((2, 3), np.uint8))"
   expect_one_line_error "x.npy: a .npy file holds one tensor" "$fp8lab" quantize "$work/x.npy" --name w --granularity row
   expect_one_line_error "unknown tensor file type '.pt'" "$fp8lab" quantize "$work/model.pt" --granularity row
   expect_exit 2 "$fp8lab" quantize "$work/x.npy" --granularity row --no-such-option
+  expect_one_line_error "--backend 'tpu' is not one of cpu, cuda, auto" "$fp8lab" quantize "$work/x.npy" --granularity row --backend tpu
   expect_one_line_error "outlier_channels must be between 0 and cols" "$fp8lab" synth --rows 4 --cols 4 --outlier-channels 9 -o "$work/s.npy"
 }
 
@@ -187,6 +188,9 @@ case_gemm_bad_inputs() {
   expect_one_line_error "accumulation model 'tf32'" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --accum tf32
   expect_one_line_error "missing.npy: cannot open" "$fp8lab" gemm --a "$work/missing.npy" --b "$work/b.npy"
   expect_exit 2 "$fp8lab" gemm --a "$work/a.npy"
+  expect_one_line_error "--backend cuda: " "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --backend cuda
+  expect_exit 0 "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --backend cpu --json
+  grep -q '"backend": "cpu"' "$work/out" || fail "--json does not name the backend"
 }
 
 "case_$case_name"

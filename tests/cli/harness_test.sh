@@ -39,6 +39,7 @@ assert dict(ds.sizes) == {"run": 192}, ds.sizes
 for v in ["layer", "gemm", "format", "a_granularity", "promotion", "total_rel_frobenius", "accumulation_sqnr_db", "k"]:
     assert ds[v].dims == ("run",), v
 assert ds["total_sqnr_db"].attrs["units"] == "dB" and ds["total_rel_frobenius"].attrs["long_name"]
+assert ds.attrs["backend"] == "cpu" and "CPU emulation" in ds.attrs["device"]
 for a in ["git_sha", "git_dirty", "fp8lab_version", "backend", "host", "spec_toml", "resolved_spec_json",
           "utc_start", "utc_end", "hdf5_version", "operands"]:
     assert ds.attrs.get(a), a
@@ -109,6 +110,7 @@ case_bad_specs() {
   printf '[study]\nname = "x"\nkind = "recompute"\n' >"$work/kind.toml"
   expect_one_line_error "unknown study kind 'recompute' (known: gemm)" "$fp8lab" run "$work/kind.toml" -o "$work/a.h5"
   expect_one_line_error "nope.toml: cannot open the study spec" "$fp8lab" run "$work/nope.toml"
+  expect_one_line_error "--backend cuda: " "$fp8lab" run "$ci_spec" -o "$work/a.h5" --backend cuda
   [[ ! -e "$work/a.h5" ]] || fail "a failed run created its output file"
 }
 

@@ -1,0 +1,31 @@
+#pragma once
+// The operations every backend implements (DESIGN.md section 1): the harness picks one at
+// run time (harness/backend_select.hpp: --backend cpu|cuda|auto) and calls only this.
+// Contracts are those of kernels/cpu/quantize.hpp, requantize_transposed.hpp and
+// gemm_fp8_nt.hpp; results must be bit-identical across backends.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/gemm_fp8_nt.hpp"
+#include "kernels/gemm_config.hpp"
+#include "kernels/quantization.hpp"
+
+namespace fp8lab {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;    // "cpu", "cuda"
+  virtual std::string device() const = 0;  // what it runs on, for provenance
+  virtual QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols,
+                                   const QuantizeConfig& config) = 0;
+  virtual QuantizedTensor requantize_transposed(const QuantizedTensor& in) = 0;
+  // Empty when gemm_nt works; otherwise why not (checked before a sweep starts).
+  virtual std::string gemm_unavailable_reason() const = 0;
+  virtual std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
+                                     const cpu::GemmOptions& options) = 0;
+};
+
+}  // namespace fp8lab
