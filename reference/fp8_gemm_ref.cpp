@@ -121,12 +121,17 @@ Eigen::MatrixXf fp8_gemm_model_ref(const Fp8OperandRef& a, const Fp8OperandRef& 
   const int M_bits = a.format->mantissa_bits;
   const Decomposed zero = decompose(0, *a.format);
 
+  // Every row of B taken apart once (zero-padded to padded_k), then each row of A in turn.
+  std::vector<std::vector<Decomposed>> b_rows(static_cast<std::size_t>(N),
+                                              std::vector<Decomposed>(static_cast<std::size_t>(padded_k), zero));
+  for (Eigen::Index n = 0; n < N; ++n)
+    for (Eigen::Index k = 0; k < K; ++k) b_rows[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)] = decompose((*b.codes)(n, k), *b.format);
   Eigen::MatrixXf out(M, N);
-  std::vector<Decomposed> ra(static_cast<std::size_t>(padded_k), zero), rb(static_cast<std::size_t>(padded_k), zero);
+  std::vector<Decomposed> ra(static_cast<std::size_t>(padded_k), zero);
   for (Eigen::Index m = 0; m < M; ++m) {
     for (Eigen::Index k = 0; k < K; ++k) ra[static_cast<std::size_t>(k)] = decompose((*a.codes)(m, k), *a.format);
     for (Eigen::Index n = 0; n < N; ++n) {
-      for (Eigen::Index k = 0; k < K; ++k) rb[static_cast<std::size_t>(k)] = decompose((*b.codes)(n, k), *b.format);
+      const std::vector<Decomposed>& rb = b_rows[static_cast<std::size_t>(n)];
       float acc = 0.0f;
       for (Eigen::Index k0 = 0; k0 < padded_k; k0 += nc) {
         const Eigen::Index k1 = std::min(padded_k, k0 + nc);
