@@ -179,20 +179,12 @@ class GemmStudy final : public StudyKind {
 
   Row evaluate(const Point& p, const RunContext& context) override {
     const GemmShape s = shape(p);
-    const Operands& ops = operands(p);
-    const LayerDims d = dims(p.at("layer"));
-    const std::int64_t t = d.tokens, n_out = d.out, k_in = d.in;
-    std::vector<float> a, b;
-    if (p.at("gemm") == "fprop") {
-      a = ops.x;
-      b = ops.w;
-    } else if (p.at("gemm") == "dgrad") {
-      a = ops.dy;
-      b = transpose(ops.w, n_out, k_in);
-    } else {
-      a = transpose(ops.dy, t, n_out);
-      b = transpose(ops.x, t, k_in);
-    }
+    Operands& ops = operands(p);
+    const std::string& gemm = p.at("gemm");
+    const std::vector<float>& a = gemm == "fprop" ? ops.x : gemm == "dgrad" ? ops.dy : ops.transposed(ops.dy, ops.dy_t, ops.dims.tokens, ops.dims.out);
+    const std::vector<float>& b = gemm == "fprop" ? ops.w
+                                  : gemm == "dgrad" ? ops.transposed(ops.w, ops.w_t, ops.dims.out, ops.dims.in)
+                                                    : ops.transposed(ops.x, ops.x_t, ops.dims.tokens, ops.dims.in);
     const Fp8Format f = parse_fp8_format(p.at("format"));
     const ScaleRule rule = parse_scale_rule(p.at("scale"));
     Backend& backend = *context.backend;
@@ -234,12 +226,20 @@ class GemmStudy final : public StudyKind {
   }
 
  private:
+  struct LayerDims {
+    std::int64_t out, in, tokens;
+  };
+  // X, W, dY of one layer, shared by every point on it; transposes made once, when first needed.
   struct Operands {
     std::string key;
     std::vector<float> x, w, dy;
-  };
-  struct LayerDims {
-    std::int64_t out, in, tokens;
+    LayerDims dims{};
+    std::vector<float> x_t, w_t, dy_t;
+    const std::vector<float>& transposed(const std::vector<float>& m, std::vector<float>& cache, std::int64_t rows,
+                                         std::int64_t cols) {
+      if (cache.empty()) cache = transpose(m, rows, cols);
+      return cache;
+    }
   };
 
   static constexpr const char* kTensorsLayer = "tensors";
@@ -331,27 +331,30 @@ class GemmStudy final : public StudyKind {
     return v;
   }
 
-  const Operands& operands(const Point& p) {
+  Operands& operands(const Point& p) {
     const std::string key = p.at("layer") + "|" + p.at("distribution") + "|" + p.at("seed");
     if (cached_.key == key) return cached_;
+    const LayerDims d = dims(p.at("layer"));
     if (p.at("layer") == kTensorsLayer) {
-      cached_ = {key, own_->x, own_->w, own_->dy};
+      cached_ = {key, own_->x, own_->w, own_->dy, d, {}, {}, {}};
       return cached_;
     }
     if (is_real(p.at("layer"))) {  // the captured values, rounded once to FP32
       const ref::LinearCapture& c = find_real_layer(p.at("layer"));
-      cached_ = {key, to_floats(c.input), to_floats(c.weight), to_floats(c.output_grad)};
+      cached_ = {key, to_floats(c.input), to_floats(c.weight), to_floats(c.output_grad), d, {}, {}, {}};
       return cached_;
     }
     const LayerShape l = find_layer(p.at("layer"), catalog_);
     const auto seed = std::stoull(p.at("seed"));
-    cached_.key = key;
-    cached_.x = synthesize({tokens_, l.in_features, p.at("distribution"), outlier_channels_, outlier_scale_, seed * 3 + 0});
     const std::string w_distribution = weight_distribution_ == "same" ? p.at("distribution") : weight_distribution_;
-    cached_.w = synthesize({l.out_features, l.in_features, w_distribution, 0, 1.0, seed * 3 + 1});
+    std::vector<float> w = synthesize({l.out_features, l.in_features, w_distribution, 0, 1.0, seed * 3 + 1});
     const float w_scale = 1.0f / std::sqrt(static_cast<float>(l.in_features));
-    for (float& v : cached_.w) v *= w_scale;
-    cached_.dy = synthesize({tokens_, l.out_features, "gaussian", 0, 1.0, seed * 3 + 2});
+    for (float& v : w) v *= w_scale;
+    cached_ = {key,
+               synthesize({tokens_, l.in_features, p.at("distribution"), outlier_channels_, outlier_scale_, seed * 3 + 0}),
+               std::move(w),
+               synthesize({tokens_, l.out_features, "gaussian", 0, 1.0, seed * 3 + 2}),
+               d, {}, {}, {}};
     return cached_;
   }
 
