@@ -11,10 +11,11 @@
 namespace fp8lab {
 namespace {
 
-std::unique_ptr<Backend> cuda_backend() {
+std::unique_ptr<Backend> cuda_backend(bool cublaslt = false) {
 #if FP8LAB_WITH_CUDA
-  return cuda::make_cuda_backend();
+  return cuda::make_cuda_backend(cublaslt ? cuda::GemmEngine::cublaslt : cuda::GemmEngine::wgmma);
 #else
+  (void)cublaslt;
   throw std::invalid_argument("--backend cuda: this fp8lab was built without the CUDA backend (cmake --preset cuda)");
 #endif
 }
@@ -23,10 +24,10 @@ std::unique_ptr<Backend> cuda_backend() {
 
 std::unique_ptr<Backend> select_backend(std::string_view name, bool needs_gemm) {
   if (name == "cpu") return cpu::make_cpu_backend();
-  if (name == "cuda") {
-    std::unique_ptr<Backend> b = cuda_backend();
+  if (name == "cuda" || name == "cuda-cublaslt") {
+    std::unique_ptr<Backend> b = cuda_backend(name == "cuda-cublaslt");
     if (needs_gemm && !b->gemm_unavailable_reason().empty())
-      throw std::invalid_argument("--backend cuda: " + b->gemm_unavailable_reason());
+      throw std::invalid_argument("--backend " + std::string(name) + ": " + b->gemm_unavailable_reason());
     return b;
   }
   if (name == "auto") {
@@ -38,7 +39,7 @@ std::unique_ptr<Backend> select_backend(std::string_view name, bool needs_gemm) 
     }
     return cpu::make_cpu_backend();
   }
-  throw std::invalid_argument("--backend '" + std::string(name) + "' is not one of cpu, cuda, auto");
+  throw std::invalid_argument("--backend '" + std::string(name) + "' is not one of cpu, cuda, cuda-cublaslt, auto");
 }
 
 }  // namespace fp8lab

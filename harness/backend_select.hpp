@@ -1,6 +1,7 @@
 #pragma once
-// --backend cpu|cuda|auto: cuda needs a build with the CUDA backend and a device; auto takes
-// cuda when both are there and the run needs nothing it lacks, else cpu.
+// --backend cpu|cuda|cuda-cublaslt|auto: cuda (GEMMs by fp8lab's WGMMA kernel) and
+// cuda-cublaslt (GEMMs by cuBLASLt) need a build with the CUDA backend and a Hopper device;
+// auto takes cuda when both are there and the run needs nothing it lacks, else cpu.
 #include <memory>
 #include <string_view>
 

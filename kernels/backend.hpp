@@ -24,6 +24,10 @@ class Backend {
   virtual QuantizedTensor requantize_transposed(const QuantizedTensor& in) = 0;
   // Empty when gemm_nt works; otherwise why not (checked before a sweep starts).
   virtual std::string gemm_unavailable_reason() const = 0;
+  // Empty when gemm_nt runs this configuration (plan_gemm's checks aside); otherwise why not:
+  // a GPU engine takes fewer shapes and models than the emulation (a sweep skips the point).
+  virtual std::string gemm_config_failure(const QuantizedTensor& a, const QuantizedTensor& b,
+                                          const GemmConfig& config) const = 0;
   virtual std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
                                      const cpu::GemmOptions& options) = 0;
 };

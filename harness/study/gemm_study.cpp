@@ -129,16 +129,18 @@ class GemmStudy final : public StudyKind {
     }
   }
 
-  std::optional<std::string> skip_reason(const Point& p) const override {
+  std::optional<std::string> skip_reason(const Point& p, const Backend& backend) const override {
     const GemmShape s = shape(p);
     const Fp8Format f = parse_fp8_format(p.at("format"));
+    // Shapes only: the codes are zeros, which is all plan_gemm and the backend look at.
+    const QuantizedTensor a = make_quantized_tensor(s.m, s.k, {f, Granularity::parse(p.at("a_granularity")), ScaleRule::fp32});
+    const QuantizedTensor b = make_quantized_tensor(s.n, s.k, {f, Granularity::parse(p.at("b_granularity")), ScaleRule::fp32});
     try {
-      plan_gemm(make_quantized_tensor(s.m, s.k, {f, Granularity::parse(p.at("a_granularity")), ScaleRule::fp32}),
-                make_quantized_tensor(s.n, s.k, {f, Granularity::parse(p.at("b_granularity")), ScaleRule::fp32}),
-                config(p));
+      plan_gemm(a, b, config(p));
     } catch (const std::invalid_argument& e) {
       return std::string(e.what());
     }
+    if (std::string why = backend.gemm_config_failure(a, b, config(p)); !why.empty()) return why;
     return std::nullopt;
   }
 

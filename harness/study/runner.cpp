@@ -139,7 +139,7 @@ std::filesystem::path run_study(const RunOptions& options) {
   for (std::size_t t = 0; t < todo.size(); ++t) {
     const Point& point = grid[static_cast<std::size_t>(todo[t])];
     progress.begin_point(static_cast<std::int64_t>(t), short_description(point));
-    const std::optional<std::string> skip = kind->skip_reason(point);
+    const std::optional<std::string> skip = kind->skip_reason(point, *backend);
     Row row = skip ? kind->skipped_row(point) : kind->evaluate(point, context);
     row["grid_index"] = todo[t];
     row["point_key"] = point.key();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "harness/results/results_file.hpp"
+#include "kernels/backend.hpp"
 #include "harness/study/study_spec.hpp"
 
 namespace fp8lab {
@@ -45,8 +46,8 @@ class StudyKind {
   // Whole-grid checks that are errors, not skips (e.g. a layer too small for a tile); the
   // message names the axis.
   virtual void check_grid(const StudySpec& spec, const std::vector<Point>& points) const = 0;
-  // Why a point is an invalid combination, or nothing when it runs.
-  virtual std::optional<std::string> skip_reason(const Point& point) const = 0;
+  // Why a point is an invalid combination, or one this backend cannot run; nothing when it runs.
+  virtual std::optional<std::string> skip_reason(const Point& point, const Backend& backend) const = 0;
   // Columns the kind writes besides the axes: derived numbers and metrics.
   virtual std::vector<ColumnDef> result_columns() const = 0;
   // The values of result_columns() for one point (NaN / 0 for a skipped point).

@@ -30,6 +30,9 @@ class CpuBackend final : public Backend {
   }
   QuantizedTensor requantize_transposed(const QuantizedTensor& in) override { return cpu::requantize_transposed(in); }
   std::string gemm_unavailable_reason() const override { return ""; }
+  std::string gemm_config_failure(const QuantizedTensor&, const QuantizedTensor&, const GemmConfig&) const override {
+    return "";  // the emulation runs every configuration plan_gemm accepts
+  }
   std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
                              const GemmOptions& options) override {
     return cpu::gemm_nt(a, b, config, options);

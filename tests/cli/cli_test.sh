@@ -122,7 +122,7 @@ np.save('$work/bytes.npy', np.ones((2, 3), np.uint8))"
   expect_one_line_error "x.npy: a .npy file holds one tensor" "$fp8lab" quantize "$work/x.npy" --name w --granularity row
   expect_one_line_error "unknown tensor file type '.pt'" "$fp8lab" quantize "$work/model.pt" --granularity row
   expect_exit 2 "$fp8lab" quantize "$work/x.npy" --granularity row --no-such-option
-  expect_one_line_error "--backend 'tpu' is not one of cpu, cuda, auto" "$fp8lab" quantize "$work/x.npy" --granularity row --backend tpu
+  expect_one_line_error "--backend 'tpu' is not one of cpu, cuda, cuda-cublaslt, auto" "$fp8lab" quantize "$work/x.npy" --granularity row --backend tpu
   expect_one_line_error "outlier_channels must be between 0 and cols" "$fp8lab" synth --rows 4 --cols 4 --outlier-channels 9 -o "$work/s.npy"
 }
 

@@ -19,7 +19,7 @@ TEST_CASE("backend selection: cpu, auto, and the refusals") {
 
   const auto automatic = select_backend("auto", true);
   CHECK((automatic->name() == "cpu" || automatic->gemm_unavailable_reason().empty()));
-  CHECK_THROWS_WITH(select_backend("tpu", false), Catch::Contains("--backend 'tpu' is not one of cpu, cuda, auto"));
+  CHECK_THROWS_WITH(select_backend("tpu", false), Catch::Contains("--backend 'tpu' is not one of cpu, cuda, cuda-cublaslt, auto"));
   try {
     const auto cuda = select_backend("cuda", true);
     FAIL("--backend cuda for GEMMs should be refused until the CUDA GEMMs exist, got " << cuda->name());
