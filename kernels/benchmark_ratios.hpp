@@ -5,6 +5,7 @@
 // Header-only and used only by benchmark binaries.
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -16,6 +17,7 @@ namespace fp8lab::bench {
 
 struct RatioPair {
   std::string numerator, denominator, label;
+  std::string group = "";  // pairs of one group also get their geometric mean printed
 };
 
 class RecordingReporter : public benchmark::ConsoleReporter {
@@ -48,12 +50,21 @@ inline int run_with_ratios(int argc, char** argv, const std::string& counter, co
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   RecordingReporter reporter(counter);
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  std::map<std::string, std::pair<double, int>> log_sums;  // group -> (sum of log ratios, count)
   for (const RatioPair& pair : pairs) {
     const auto n = reporter.values().find(pair.numerator), d = reporter.values().find(pair.denominator);
     if (n == reporter.values().end() || d == reporter.values().end() || d->second == 0.0) continue;
-    std::printf("ratio %-40s %s: %.3f  (%s / %s)\n", pair.label.c_str(), counter.c_str(), n->second / d->second,
+    const double ratio = n->second / d->second;
+    std::printf("ratio %-40s %s: %.3f  (%s / %s)\n", pair.label.c_str(), counter.c_str(), ratio,
                 pair.numerator.c_str(), pair.denominator.c_str());
+    if (!pair.group.empty() && ratio > 0) {
+      log_sums[pair.group].first += std::log(ratio);
+      ++log_sums[pair.group].second;
+    }
   }
+  for (const auto& [group, sum] : log_sums)
+    std::printf("geomean %-38s %s: %.3f  (%d ratios)\n", group.c_str(), counter.c_str(), std::exp(sum.first / sum.second),
+                sum.second);
   benchmark::Shutdown();
   return 0;
 }

@@ -1,0 +1,30 @@
+#include "kernels/cuda/bench_support.hpp"
+
+#include "kernels/cuda/cublaslt_gemm.hpp"
+
+namespace fp8lab::cuda::bench {
+
+void add_device_context(int argc, char** argv) {
+  int device = 0, driver = 0, runtime = 0, sm_clock_khz = 0, memory_clock_khz = 0;
+  FP8LAB_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp p{};
+  FP8LAB_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  FP8LAB_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  FP8LAB_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  FP8LAB_CUDA_CHECK(cudaDeviceGetAttribute(&sm_clock_khz, cudaDevAttrClockRate, device));
+  FP8LAB_CUDA_CHECK(cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, device));
+  benchmark::AddCustomContext("gpu_name", p.name);
+  benchmark::AddCustomContext("gpu_sm", std::to_string(p.major) + std::to_string(p.minor));
+  benchmark::AddCustomContext("gpu_sm_count", std::to_string(p.multiProcessorCount));
+  benchmark::AddCustomContext("gpu_max_sm_clock_mhz", std::to_string(sm_clock_khz / 1000));
+  benchmark::AddCustomContext("gpu_memory_clock_mhz", std::to_string(memory_clock_khz / 1000));
+  benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(p.l2CacheSize));
+  benchmark::AddCustomContext("cuda_driver", std::to_string(driver));
+  benchmark::AddCustomContext("cuda_runtime", std::to_string(runtime));
+  benchmark::AddCustomContext("cublaslt", cublaslt_version_text());
+  std::string command;
+  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+  benchmark::AddCustomContext("command", command);
+}
+
+}  // namespace fp8lab::cuda::bench

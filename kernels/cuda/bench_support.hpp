@@ -1,0 +1,59 @@
+#pragma once
+// What every GPU benchmark needs (device/METHOD.md): CUDA-event timing of the operation alone
+// (Google Benchmark's UseManualTime), an L2 flush before each timed iteration so every
+// iteration reads its operands from HBM, and the device's identity in the JSON context.
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/device_array.hpp"
+
+namespace fp8lab::cuda::bench {
+
+// Writes a buffer twice the L2's size, evicting whatever the last iteration left there.
+class L2Flush {
+ public:
+  L2Flush() : bytes_(2 * static_cast<std::size_t>(l2_bytes())), buffer_(bytes_) {}
+  void operator()(cudaStream_t stream) { FP8LAB_CUDA_CHECK(cudaMemsetAsync(buffer_.get(), 0, bytes_, stream)); }
+
+ private:
+  static int l2_bytes() {
+    int device = 0, bytes = 0;
+    FP8LAB_CUDA_CHECK(cudaGetDevice(&device));
+    FP8LAB_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device));
+    return bytes;
+  }
+  std::size_t bytes_;
+  DeviceArray<unsigned char> buffer_;
+};
+
+// Times `op` with CUDA events after an L2 flush, once per benchmark iteration.
+template <class Op>
+void time_iterations(benchmark::State& state, Op&& op) {
+  L2Flush flush;
+  cudaEvent_t start, stop;
+  FP8LAB_CUDA_CHECK(cudaEventCreate(&start));
+  FP8LAB_CUDA_CHECK(cudaEventCreate(&stop));
+  op();  // warm-up: module load, first-touch, heuristics
+  FP8LAB_CUDA_CHECK(cudaDeviceSynchronize());
+  for (auto _ : state) {
+    flush(nullptr);
+    FP8LAB_CUDA_CHECK(cudaEventRecord(start));
+    op();
+    FP8LAB_CUDA_CHECK(cudaEventRecord(stop));
+    FP8LAB_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    FP8LAB_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    state.SetIterationTime(ms / 1e3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+// GPU name, SM count, clocks, driver, runtime and cuBLASLt versions, and the command line,
+// into the benchmark's JSON context (issue 5: results carry where they were measured).
+void add_device_context(int argc, char** argv);
+
+}  // namespace fp8lab::cuda::bench

@@ -1,0 +1,75 @@
+// GPU quantizer bandwidth (issue 5): 1x128 E4M3 tiles of a DeepSeek-V3-size activation
+// (4096 tokens x 7168 channels, FP32) next to a device-to-device copy of the same FP32 bytes
+// in the same run. Bytes counted for both: the FP32 input once (what both move from HBM;
+// the quantizer writes 1/4 of it back, the copy all of it). Target: ratio >= 0.8.
+// CUDA-event timing, L2 flushed before every iteration (bench_support.hpp).
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "kernels/benchmark_ratios.hpp"
+#include "kernels/cuda/bench_support.hpp"
+#include "kernels/cuda/float_formats_device.hpp"
+#include "kernels/cuda/quantize_cuda.hpp"
+
+namespace {
+
+using namespace fp8lab;
+constexpr std::int64_t kRows = 4096, kCols = 7168;
+constexpr std::size_t kCount = static_cast<std::size_t>(kRows * kCols);
+
+const float* device_activation() {
+  static cuda::DeviceArray<float> x(kCount);
+  static const bool filled = [] {
+    std::vector<float> host(kCount);
+    std::mt19937 rng(1234);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& e : host) e = normal(rng);
+    FP8LAB_CUDA_CHECK(cudaMemcpy(x.get(), host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice));
+    return true;
+  }();
+  (void)filled;
+  return x.get();
+}
+
+void BM_DeviceCopyFp32(benchmark::State& state) {
+  const float* x = device_activation();
+  cuda::DeviceArray<float> y(kCount);
+  cuda::bench::time_iterations(state, [&] {
+    FP8LAB_CUDA_CHECK(cudaMemcpyAsync(y.get(), x, kCount * sizeof(float), cudaMemcpyDeviceToDevice, nullptr));
+  });
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(kCount * sizeof(float)));
+}
+
+void quantize_benchmark(benchmark::State& state, const char* granularity) {
+  const float* x = device_activation();
+  const QuantizeConfig config{Fp8Format::e4m3, Granularity::parse(granularity), ScaleRule::fp32};
+  const QuantizedTensor shape = make_quantized_tensor(kRows, kCols, config);
+  cuda::DeviceArray<std::uint8_t> codes(kCount);
+  cuda::DeviceArray<float> scales(shape.scales.size());
+  cuda::DeviceArray<unsigned> amax(shape.scales.size());
+  cuda::bench::time_iterations(state, [&] {
+    cuda::quantize_device(x, kRows, kCols, config, codes.get(), scales.get(), amax.get(), nullptr);
+  });
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(kCount * sizeof(float)));
+}
+
+void BM_QuantizeTile1x128E4M3(benchmark::State& state) { quantize_benchmark(state, "tile:1x128"); }
+void BM_QuantizeBlock128x128E4M3(benchmark::State& state) { quantize_benchmark(state, "block:128x128"); }
+
+BENCHMARK(BM_DeviceCopyFp32)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeTile1x128E4M3)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeBlock128x128E4M3)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (cuda::device_count() == 0) {
+    std::puts("no CUDA device: GPU benchmarks skipped");
+    return 77;
+  }
+  cuda::bench::add_device_context(argc, argv);
+  return bench::run_with_ratios(argc, argv, "bytes_per_second",
+                                {{"BM_QuantizeTile1x128E4M3", "BM_DeviceCopyFp32", "quantize 1x128 / D2D copy (target >= 0.8)"},
+                                 {"BM_QuantizeBlock128x128E4M3", "BM_DeviceCopyFp32", "quantize 128x128 / D2D copy"}});
+}

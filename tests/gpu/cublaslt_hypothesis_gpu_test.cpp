@@ -1,0 +1,124 @@
+// cuBLASLt's block-scaled FP8 GEMM is a black box; DESIGN.md states a hypothesis for it:
+// per 128-K block a `hopper` tensor-core partial p, then y += (p * s_a) * s_b in FP32.
+// This test computes, on the CPU, the per-block partials of two partial models (hopper and
+// an FP32 fma chain) and four ways of folding them into y, and compares each with cuBLASLt
+// bit for bit. Every candidate's mismatch count and max ULP distance is reported and
+// recorded (gpu_findings.hpp) whatever the outcome; the hypothesis is one check, "some
+// candidate matches exactly" the other, so a failure says which of the two broke.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "harness/metrics/error_metrics.hpp"
+#include "kernels/cpu/gemm_fp8_nt.hpp"
+#include "kernels/cpu/quantize.hpp"
+#include "kernels/cuda/cuda_allocator.hpp"
+#include "kernels/cuda/gemm_cuda.hpp"
+#include "tests/gpu/gpu_findings.hpp"
+#include "tests/support/gemm_operands.hpp"
+
+using namespace fp8lab;
+
+namespace {
+
+// Columns [k0, k0 + width) of q's codes as a per-tensor operand with scale 1: its GEMM with
+// N_C = never is the bare partial of that block (fma32(p, 1, 0) = p).
+QuantizedTensor block_slice(const QuantizedTensor& q, std::int64_t k0, std::int64_t width) {
+  QuantizedTensor s = make_quantized_tensor(q.rows, width, {q.config.format, Granularity::tensor(), q.config.scale_rule});
+  for (std::int64_t r = 0; r < q.rows; ++r)
+    for (std::int64_t c = 0; c < width; ++c)
+      s.codes[static_cast<std::size_t>(r * width + c)] = q.codes[static_cast<std::size_t>(r * q.cols + k0 + c)];
+  s.scales[0] = 1.0f;
+  return s;
+}
+
+using Fold = std::function<float(float acc, float p, float sa, float sb)>;
+
+struct Candidate {
+  std::string name;
+  bool hopper_partials;
+  Fold fold;
+};
+
+std::vector<Candidate> candidates() {
+  std::vector<Candidate> c;
+  for (bool hopper : {true, false}) {
+    const std::string partial = hopper ? "hopper partial" : "fp32-fma partial";
+    c.push_back({partial + ", y = y + fl(fl(p*sa)*sb)  [DESIGN hypothesis]", hopper,
+                 [](float y, float p, float sa, float sb) { return y + (p * sa) * sb; }});
+    c.push_back({partial + ", y = fma(p, fl(sa*sb), y)  [fp8lab promotion]", hopper,
+                 [](float y, float p, float sa, float sb) { return std::fma(p, sa * sb, y); }});
+    c.push_back({partial + ", y = y + fl(p*fl(sa*sb))", hopper,
+                 [](float y, float p, float sa, float sb) { return y + p * (sa * sb); }});
+    c.push_back({partial + ", y = fma(fl(p*sa), sb, y)", hopper,
+                 [](float y, float p, float sa, float sb) { return std::fma(p * sa, sb, y); }});
+  }
+  return c;
+}
+
+// The candidate's y for every output (FP32 output; BF16 would only round the same y).
+std::vector<float> candidate_output(const QuantizedTensor& a, const QuantizedTensor& b, const Candidate& c) {
+  const std::int64_t m = a.rows, n = b.rows, k = a.cols;
+  GemmConfig partial_config;
+  partial_config.promotion = PromotionInterval::parse("never");
+  if (!c.hopper_partials) partial_config.accumulation = AccumulationModel::fp32();
+  std::vector<float> y(static_cast<std::size_t>(m * n), 0.0f);
+  for (std::int64_t k0 = 0; k0 < k; k0 += 128) {
+    const std::int64_t width = std::min<std::int64_t>(128, k - k0);
+    const std::vector<float> p = cpu::gemm_nt(block_slice(a, k0, width), block_slice(b, k0, width), partial_config);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        const auto e = static_cast<std::size_t>(i * n + j);
+        y[e] = c.fold(y[e], p[e], a.scale_of(i, k0), b.scale_of(j, k0));
+      }
+  }
+  return y;
+}
+
+struct Operands {
+  std::string name;
+  QuantizedTensor a, b;
+};
+
+std::vector<Operands> operand_sets() {
+  std::mt19937_64 rng(515);
+  std::vector<Operands> sets;
+  // Random codes: every finite code, scales spread over 2^-8..2^8.
+  sets.push_back({"random codes 256x256x1024, B blocks", test::random_code_operand(256, 1024, Fp8Format::e4m3, "tile:1x128", rng, false),
+                  test::random_code_operand(256, 1024, Fp8Format::e4m3, "block:128x128", rng, false)});
+  sets.push_back({"random codes 128x192x384, B 1x128", test::random_code_operand(128, 384, Fp8Format::e4m3, "tile:1x128", rng, false),
+                  test::random_code_operand(192, 384, Fp8Format::e4m3, "tile:1x128", rng, false)});
+  // Gaussian data quantized as DeepSeek-V3 does (K = 400: the last block is partial).
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  std::vector<float> x(64 * 400), w(128 * 400);
+  for (float& v : x) v = gauss(rng);
+  for (float& v : w) v = 0.02f * gauss(rng);
+  sets.push_back({"gaussian 64x128x400", cpu::quantize(x, 64, 400, {Fp8Format::e4m3, Granularity::tile(128), ScaleRule::fp32}),
+                  cpu::quantize(w, 128, 400, {Fp8Format::e4m3, Granularity::block(128), ScaleRule::fp32})});
+  return sets;
+}
+
+}  // namespace
+
+TEST_CASE("gpu: cuBLASLt block-scaled FP8 against the candidate arithmetics") {
+  cuda::CudaAllocator allocator;
+  MemoryLedger ledger(&allocator);
+  GemmConfig config;  // hopper, N_C = 128, FP32 output: what cublaslt_config_failure admits
+  for (const Operands& set : operand_sets()) {
+    const std::vector<float> gpu = cuda::cublaslt_gemm_nt_host(set.a, set.b, config, {}, ledger);
+    std::size_t best = SIZE_MAX;
+    BitwiseComparison hypothesis;
+    for (const Candidate& c : candidates()) {
+      const BitwiseComparison r = compare_bitwise(gpu, candidate_output(set.a, set.b, c));
+      test::record_finding("cublaslt block-scaled vs candidate", set.name + ": " + c.name, r);
+      if (c.name.find("[DESIGN hypothesis]") != std::string::npos && c.hopper_partials) hypothesis = r;
+      best = std::min(best, r.mismatches);
+    }
+    SECTION("some candidate matches exactly: " + set.name) { CHECK(best == 0); }
+    SECTION("DESIGN's hypothesis holds: " + set.name) {
+      INFO(hypothesis.mismatches << " of " << hypothesis.count << " differ, max " << hypothesis.max_ulp << " ULP");
+      CHECK(hypothesis.mismatches == 0);
+    }
+  }
+}
