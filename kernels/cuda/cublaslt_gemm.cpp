@@ -48,6 +48,15 @@ std::string cublaslt_version_text() {
 
 CublasLtMatmul::CublasLtMatmul(const CublasLt& lt, const CublasLtProblem& problem) : lt_(lt), problem_(problem) {
   check_problem(problem_);
+  try {
+    prepare();
+  } catch (...) {
+    release();  // the destructor does not run for a constructor that throws
+    throw;
+  }
+}
+
+void CublasLtMatmul::prepare() {
   const CublasLtProblem& p = problem_;
   FP8LAB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   // C^T (N x M, column-major) = op(B_ours) * op(A_ours): TN.
@@ -91,11 +100,15 @@ CublasLtMatmul::CublasLtMatmul(const CublasLt& lt, const CublasLtProblem& proble
   algo_ = result.algo;
 }
 
-CublasLtMatmul::~CublasLtMatmul() {
-  cublasLtMatrixLayoutDestroy(layout_c_);
-  cublasLtMatrixLayoutDestroy(layout_b_);
-  cublasLtMatrixLayoutDestroy(layout_a_);
-  cublasLtMatmulDescDestroy(desc_);
+CublasLtMatmul::~CublasLtMatmul() { release(); }
+
+void CublasLtMatmul::release() noexcept {
+  if (layout_c_) cublasLtMatrixLayoutDestroy(layout_c_);
+  if (layout_b_) cublasLtMatrixLayoutDestroy(layout_b_);
+  if (layout_a_) cublasLtMatrixLayoutDestroy(layout_a_);
+  if (desc_) cublasLtMatmulDescDestroy(desc_);
+  layout_a_ = layout_b_ = layout_c_ = nullptr;
+  desc_ = nullptr;
 }
 
 void CublasLtMatmul::launch(cudaStream_t stream) const {

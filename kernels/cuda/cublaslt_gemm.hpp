@@ -67,6 +67,8 @@ class CublasLtMatmul {
   void launch(cudaStream_t stream) const;
 
  private:
+  void prepare();
+  void release() noexcept;
   const CublasLt& lt_;
   CublasLtProblem problem_;
   cublasLtMatmulDesc_t desc_ = nullptr;
