@@ -23,13 +23,17 @@ struct Geometry {
   std::int64_t rows, cols, tile_rows, tile_cols, scale_cols;
 };
 
-// amax of each (row, tile column) segment into its tile's slot: |x| compared as unsigned
-// bit patterns, which orders finite values and inf like floats and makes NaN the largest.
+// |x| as an unsigned bit pattern: compared as integers these order finite values and inf as
+// floats do and make NaN the largest, so an amax over them propagates NaN. Both quantizer
+// paths take their amax this way.
+__device__ __forceinline__ unsigned abs_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
+
+// amax of each (row, tile column) segment into its tile's slot (abs_bits order).
 __global__ void segment_amax_kernel(const float* x, Geometry g, unsigned* amax_bits) {
   const std::int64_t row = blockIdx.y, tile_col = blockIdx.x;
   const std::int64_t c0 = tile_col * g.tile_cols, c1 = min(g.cols, c0 + g.tile_cols);
   unsigned m = 0;
-  for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) m = max(m, float_bits(x[row * g.cols + c]) & 0x7FFFFFFFu);
+  for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) m = max(m, abs_bits(x[row * g.cols + c]));
   for (int offset = 16; offset > 0; offset /= 2) m = max(m, __shfl_down_sync(0xFFFFFFFFu, m, offset));
   __shared__ unsigned warp_max[kThreads / 32];
   if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
@@ -76,13 +80,13 @@ __global__ void tile_quantize_kernel(const float* x, std::int64_t rows, std::int
   if (tile_index >= rows * tiles_per_row) return;
   const std::int64_t row = tile_index / tiles_per_row, first = (tile_index % tiles_per_row) * 128 * V;
   float4 chunk[V];
-  unsigned amax_bits = 0;  // |x| as bit patterns, as segment_amax_kernel
+  unsigned amax_bits = 0;
 #pragma unroll
   for (int i = 0; i < V; ++i) {
     const std::int64_t c = first + 4 * (lane + 32 * i);
     chunk[i] = c < cols ? *reinterpret_cast<const float4*>(x + row * cols + c) : make_float4(0, 0, 0, 0);
-    amax_bits = max(max(amax_bits, float_bits(chunk[i].x) & 0x7FFFFFFFu), float_bits(chunk[i].y) & 0x7FFFFFFFu);
-    amax_bits = max(max(amax_bits, float_bits(chunk[i].z) & 0x7FFFFFFFu), float_bits(chunk[i].w) & 0x7FFFFFFFu);
+    amax_bits = max(max(amax_bits, abs_bits(chunk[i].x)), abs_bits(chunk[i].y));
+    amax_bits = max(max(amax_bits, abs_bits(chunk[i].z)), abs_bits(chunk[i].w));
   }
   for (int offset = 16; offset > 0; offset /= 2) amax_bits = max(amax_bits, __shfl_xor_sync(0xFFFFFFFFu, amax_bits, offset));
   const float scale = tile_scale(float_from_bits(amax_bits), format_max, rule);
@@ -123,9 +127,6 @@ unsigned blocks_for(std::int64_t n) { return static_cast<unsigned>((n + 255) / 2
 
 void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
                      std::uint8_t* d_codes, float* d_scales, unsigned* d_amax_bits, cudaStream_t stream) {
-  const QuantizedTensor shape = make_quantized_tensor(0, cols, config);  // tile geometry only
-  const Geometry g{rows, cols, config.granularity.tile_rows(rows), shape.tile_cols, shape.scale_cols};
-  const std::int64_t tiles = ((rows + g.tile_rows - 1) / g.tile_rows) * g.scale_cols;
   if (rows == 0 || cols == 0) return;
   const Granularity& granularity = config.granularity;
   if (granularity.kind == Granularity::Kind::tile && granularity.size % 128 == 0 && cols % 4 == 0 &&
@@ -136,6 +137,9 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
       launch_tile_quantize<E5M2>(d_x, rows, cols, granularity.size, format_max(config.format), config.scale_rule, d_scales, d_codes, stream);
     return;
   }
+  const QuantizedTensor shape = make_quantized_tensor(0, cols, config);  // tile geometry only
+  const Geometry g{rows, cols, granularity.tile_rows(rows), shape.tile_cols, shape.scale_cols};
+  const std::int64_t tiles = ((rows + g.tile_rows - 1) / g.tile_rows) * g.scale_cols;
   if (rows > 65535) throw std::invalid_argument("cuda quantize: more than 65535 rows is not supported yet");
   FP8LAB_CUDA_CHECK(cudaMemsetAsync(d_amax_bits, 0, sizeof(unsigned) * static_cast<std::size_t>(tiles), stream));
   const dim3 segments(static_cast<unsigned>(g.scale_cols), static_cast<unsigned>(rows));

@@ -50,6 +50,15 @@ __device__ __forceinline__ void mma(float (&d)[64], std::uint64_t desc_a, std::u
   else wgmma::mma_e5m2(d, desc_a, desc_b, scale_d);
 }
 
+// Tile t's first output row and column. Producer and consumers walk the same tile sequence;
+// this is the one place that says how a tile index maps onto C (down M first).
+struct TileOrigin {
+  int m0, n0;
+};
+__device__ __forceinline__ TileOrigin tile_origin(int tile, const KernelParams& p) {
+  return {(tile % p.m_blocks) * static_cast<int>(kWgmmaBlockM), (tile / p.m_blocks) * static_cast<int>(kWgmmaBlockN)};
+}
+
 __device__ __forceinline__ float scale_at(const DeviceScales& s, std::int64_t row, std::int64_t k) {
   return __ldg(&s.scales[(row / s.tile_rows) * s.scale_cols + k / s.tile_cols]);
 }
@@ -120,8 +129,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper::prefetch_tensor_map(&b_map);
     int iteration = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      const int m0 = (tile % p.m_blocks) * static_cast<int>(kWgmmaBlockM);
-      const int n0 = (tile / p.m_blocks) * static_cast<int>(kWgmmaBlockN);
+      const auto [m0, n0] = tile_origin(tile, p);
       for (int kb = 0; kb < p.k_blocks; ++kb, ++iteration) {
         const int stage = iteration % kStages, round = iteration / kStages;
         if (round > 0) hopper::barrier_wait(&empty[stage], (round - 1) & 1);
@@ -142,8 +150,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float partial[64], acc[64], b_column_scales[32];
   int iteration = 0;
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int m0 = (tile % p.m_blocks) * static_cast<int>(kWgmmaBlockM);
-    const int n0 = (tile / p.m_blocks) * static_cast<int>(kWgmmaBlockN);
+    const auto [m0, n0] = tile_origin(tile, p);
     // Rows past M (zeros from TMA) read row M - 1's scales; their outputs are never stored.
     const int row0 = min(m0 + row_in_tile, p.m - 1), row1 = min(m0 + row_in_tile + 8, p.m - 1);
     if constexpr (kBPerColumn) {  // per-row B: constant along K, read once per tile
@@ -246,14 +253,21 @@ void launch(const CUtensorMap& a_map, const CUtensorMap& b_map, const KernelPara
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 
+template <Fp8Format kFormat, int kNc>
+void launch_for_b_scales(const CUtensorMap& a_map, const CUtensorMap& b_map, const KernelParams& params, bool per_column,
+                         cudaStream_t stream) {
+  if (per_column) launch<kFormat, kNc, true>(a_map, b_map, params, stream);
+  else launch<kFormat, kNc, false>(a_map, b_map, params, stream);
+}
+
 template <Fp8Format kFormat>
 void dispatch(const CUtensorMap& a_map, const CUtensorMap& b_map, const KernelParams& params, const WgmmaLaunchPlan& plan,
               cudaStream_t stream) {
   const bool per_column = plan.b_scale_per_column;
   switch (plan.promotion_template) {
-    case 32: per_column ? launch<kFormat, 32, true>(a_map, b_map, params, stream) : launch<kFormat, 32, false>(a_map, b_map, params, stream); break;
-    case 64: per_column ? launch<kFormat, 64, true>(a_map, b_map, params, stream) : launch<kFormat, 64, false>(a_map, b_map, params, stream); break;
-    case 128: per_column ? launch<kFormat, 128, true>(a_map, b_map, params, stream) : launch<kFormat, 128, false>(a_map, b_map, params, stream); break;
+    case 32: return launch_for_b_scales<kFormat, 32>(a_map, b_map, params, per_column, stream);
+    case 64: return launch_for_b_scales<kFormat, 64>(a_map, b_map, params, per_column, stream);
+    case 128: return launch_for_b_scales<kFormat, 128>(a_map, b_map, params, per_column, stream);
     default: throw std::invalid_argument("WGMMA kernel: promotion template " + std::to_string(plan.promotion_template));
   }
 }
