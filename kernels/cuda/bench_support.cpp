@@ -1,8 +1,12 @@
 #include "kernels/cuda/bench_support.hpp"
 
+#include <cstdio>
+
 #include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/cuda/float_formats_device.hpp"
 
 namespace fp8lab::cuda::bench {
+namespace {
 
 void add_device_context(int argc, char** argv) {
   int device = 0, driver = 0, runtime = 0, sm_clock_khz = 0, memory_clock_khz = 0;
@@ -25,6 +29,18 @@ void add_device_context(int argc, char** argv) {
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
   benchmark::AddCustomContext("command", command);
+}
+
+}  // namespace
+
+int run_gpu_benchmarks(int argc, char** argv, const std::string& counter,
+                       const std::vector<fp8lab::bench::RatioPair>& pairs) {
+  if (device_count() == 0) {
+    std::puts("no CUDA device: GPU benchmarks skipped");
+    return 77;
+  }
+  add_device_context(argc, argv);
+  return fp8lab::bench::run_with_ratios(argc, argv, counter, pairs);
 }
 
 }  // namespace fp8lab::cuda::bench

@@ -6,7 +6,9 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <vector>
 
+#include "kernels/benchmark_ratios.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_array.hpp"
 
@@ -52,8 +54,11 @@ void time_iterations(benchmark::State& state, Op&& op) {
   cudaEventDestroy(stop);
 }
 
-// GPU name, SM count, clocks, driver, runtime and cuBLASLt versions, and the command line,
-// into the benchmark's JSON context (issue 5: results carry where they were measured).
-void add_device_context(int argc, char** argv);
+// The main of a GPU benchmark binary: with no CUDA device it says so and returns 77 (ctest:
+// skipped); otherwise it puts the GPU name, SM count, clocks, driver, runtime and cuBLASLt
+// versions and the command line into the JSON context (issue 5: results carry where they were
+// measured) and runs the benchmarks with fp8lab::bench::run_with_ratios.
+int run_gpu_benchmarks(int argc, char** argv, const std::string& counter,
+                       const std::vector<fp8lab::bench::RatioPair>& pairs);
 
 }  // namespace fp8lab::cuda::bench

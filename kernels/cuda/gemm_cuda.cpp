@@ -1,24 +1,11 @@
 #include "kernels/cuda/gemm_cuda.hpp"
 
-#include <cuda_bf16.h>
-
-#include <cstring>
 #include <stdexcept>
 
-#include "kernels/cuda/cublaslt_gemm.hpp"
-#include "kernels/cuda/cuda_check.hpp"
-#include "kernels/cuda/wgmma_gemm.hpp"
 #include "kernels/scale_layouts.hpp"
 
 namespace fp8lab::cuda {
 namespace {
-
-template <class T>
-DeviceBuffer upload(MemoryLedger& ledger, const std::vector<T>& host, MemoryCategory category) {
-  DeviceBuffer buffer = ledger.allocate(host.size() * sizeof(T), category);
-  FP8LAB_CUDA_CHECK(cudaMemcpy(buffer.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return buffer;
-}
 
 // The M x N output (FP32 or BF16 on the device) as FP32 host values, all or the sampled subset.
 std::vector<float> download_output(const DeviceBuffer& c, std::int64_t m, std::int64_t n, OutputType output,
@@ -47,42 +34,40 @@ std::size_t output_bytes(std::int64_t m, std::int64_t n, OutputType output) {
   return static_cast<std::size_t>(m * n) * (output == OutputType::bf16 ? 2 : 4);
 }
 
+bool b_per_vec128(const QuantizedTensor& b) { return b.config.granularity.kind == Granularity::Kind::tile; }
+
 }  // namespace
 
-std::vector<float> wgmma_gemm_nt_host(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
-                                      const cpu::GemmOptions& options, MemoryLedger& ledger) {
-  const WgmmaLaunchPlan plan = plan_wgmma_gemm(a, b, config);
-  const DeviceBuffer a_codes = upload(ledger, a.codes, MemoryCategory::other);
-  const DeviceBuffer b_codes = upload(ledger, b.codes, MemoryCategory::weights);
-  const DeviceBuffer a_scales = upload(ledger, a.scales, MemoryCategory::other);
-  const DeviceBuffer b_scales = upload(ledger, b.scales, MemoryCategory::weights);
-  const DeviceBuffer c = ledger.allocate(output_bytes(a.rows, b.rows, config.output), MemoryCategory::other);
+DeviceGemmOperands upload_for_wgmma(MemoryLedger& ledger, const QuantizedTensor& a, const QuantizedTensor& b) {
+  return {upload(ledger, a.codes, MemoryCategory::other), upload(ledger, b.codes, MemoryCategory::weights),
+          upload(ledger, a.scales, MemoryCategory::other), upload(ledger, b.scales, MemoryCategory::weights)};
+}
+
+DeviceGemmOperands upload_for_cublaslt(MemoryLedger& ledger, const QuantizedTensor& a, const QuantizedTensor& b) {
+  return {upload(ledger, a.codes, MemoryCategory::other), upload(ledger, b.codes, MemoryCategory::weights),
+          upload(ledger, vec128_scales_rows_fastest(a), MemoryCategory::other),
+          upload(ledger, b_per_vec128(b) ? vec128_scales_rows_fastest(b) : blk128x128_scales_k_fastest(b),
+                 MemoryCategory::weights)};
+}
+
+WgmmaGemmProblem wgmma_problem(const QuantizedTensor& a, const QuantizedTensor& b, const DeviceGemmOperands& operands,
+                               OutputType output, void* c) {
   WgmmaGemmProblem problem;
   problem.m = a.rows;
   problem.n = b.rows;
   problem.k = a.cols;
   problem.format = a.config.format;
-  problem.a = static_cast<const std::uint8_t*>(a_codes.data());
-  problem.b = static_cast<const std::uint8_t*>(b_codes.data());
-  problem.a_scales = {static_cast<const float*>(a_scales.data()), a.tile_rows, a.tile_cols, a.scale_cols};
-  problem.b_scales = {static_cast<const float*>(b_scales.data()), b.tile_rows, b.tile_cols, b.scale_cols};
-  problem.output = config.output;
-  problem.c = c.data();
-  wgmma_gemm_nt(problem, plan, nullptr);
-  FP8LAB_CUDA_CHECK(cudaDeviceSynchronize());
-  return download_output(c, a.rows, b.rows, config.output, options);
+  problem.a = static_cast<const std::uint8_t*>(operands.a_codes.data());
+  problem.b = static_cast<const std::uint8_t*>(operands.b_codes.data());
+  problem.a_scales = {static_cast<const float*>(operands.a_scales.data()), a.tile_rows, a.tile_cols, a.scale_cols};
+  problem.b_scales = {static_cast<const float*>(operands.b_scales.data()), b.tile_rows, b.tile_cols, b.scale_cols};
+  problem.output = output;
+  problem.c = c;
+  return problem;
 }
 
-std::vector<float> cublaslt_gemm_nt_host(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
-                                         const cpu::GemmOptions& options, MemoryLedger& ledger) {
-  if (std::string why = cublaslt_config_failure(a, b, config); !why.empty()) throw std::invalid_argument(why);
-  const bool b_vec128 = b.config.granularity.kind == Granularity::Kind::tile;
-  const DeviceBuffer a_codes = upload(ledger, a.codes, MemoryCategory::other);
-  const DeviceBuffer b_codes = upload(ledger, b.codes, MemoryCategory::weights);
-  const DeviceBuffer a_scales = upload(ledger, vec128_scales_rows_fastest(a), MemoryCategory::other);
-  const DeviceBuffer b_scales =
-      upload(ledger, b_vec128 ? vec128_scales_rows_fastest(b) : blk128x128_scales_k_fastest(b), MemoryCategory::weights);
-  const DeviceBuffer c = ledger.allocate(output_bytes(a.rows, b.rows, config.output), MemoryCategory::other);
+CublasLtProblem cublaslt_block_scaled_problem(const QuantizedTensor& a, const QuantizedTensor& b,
+                                              const DeviceGemmOperands& operands, OutputType output, void* c) {
   CublasLtProblem problem;
   problem.mode = CublasLtMode::block_scaled;
   problem.m = a.rows;
@@ -90,15 +75,33 @@ std::vector<float> cublaslt_gemm_nt_host(const QuantizedTensor& a, const Quantiz
   problem.k = a.cols;
   problem.a_format = a.config.format;
   problem.b_format = b.config.format;
-  problem.b_vec128 = b_vec128;
-  problem.output = config.output;
-  problem.a = a_codes.data();
-  problem.b = b_codes.data();
-  problem.a_scales = static_cast<const float*>(a_scales.data());
-  problem.b_scales = static_cast<const float*>(b_scales.data());
-  problem.c = c.data();
+  problem.b_vec128 = b_per_vec128(b);
+  problem.output = output;
+  problem.a = operands.a_codes.data();
+  problem.b = operands.b_codes.data();
+  problem.a_scales = static_cast<const float*>(operands.a_scales.data());
+  problem.b_scales = static_cast<const float*>(operands.b_scales.data());
+  problem.c = c;
+  return problem;
+}
+
+std::vector<float> wgmma_gemm_nt_host(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
+                                      const cpu::GemmOptions& options, MemoryLedger& ledger) {
+  const WgmmaLaunchPlan plan = plan_wgmma_gemm(a, b, config);
+  const DeviceGemmOperands operands = upload_for_wgmma(ledger, a, b);
+  const DeviceBuffer c = ledger.allocate(output_bytes(a.rows, b.rows, config.output), MemoryCategory::other);
+  wgmma_gemm_nt(wgmma_problem(a, b, operands, config.output, c.data()), plan, nullptr);
+  FP8LAB_CUDA_CHECK(cudaDeviceSynchronize());
+  return download_output(c, a.rows, b.rows, config.output, options);
+}
+
+std::vector<float> cublaslt_gemm_nt_host(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
+                                         const cpu::GemmOptions& options, MemoryLedger& ledger) {
+  if (std::string why = cublaslt_config_failure(a, b, config); !why.empty()) throw std::invalid_argument(why);
+  const DeviceGemmOperands operands = upload_for_cublaslt(ledger, a, b);
+  const DeviceBuffer c = ledger.allocate(output_bytes(a.rows, b.rows, config.output), MemoryCategory::other);
   const CublasLt lt(ledger);
-  const CublasLtMatmul matmul(lt, problem);
+  const CublasLtMatmul matmul(lt, cublaslt_block_scaled_problem(a, b, operands, config.output, c.data()));
   matmul.launch(nullptr);
   FP8LAB_CUDA_CHECK(cudaDeviceSynchronize());
   return download_output(c, a.rows, b.rows, config.output, options);

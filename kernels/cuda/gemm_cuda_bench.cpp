@@ -6,19 +6,12 @@
 // timing with the L2 flushed before every iteration (bench_support.hpp). Ratios printed:
 // WGMMA (N_C = 128) / cuBLASLt block-scaled per shape and their geometric mean (target >= 1.0),
 // N_C = 64 and 32 against N_C = 128, BF16 against FP8 block-scaled.
-#include <cuda_bf16.h>
-
-#include <cstdio>
 #include <random>
 #include <vector>
 
-#include "kernels/benchmark_ratios.hpp"
 #include "kernels/cuda/bench_support.hpp"
-#include "kernels/cuda/float_formats_device.hpp"
-#include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/cuda_allocator.hpp"
-#include "kernels/cuda/wgmma_gemm.hpp"
-#include "kernels/scale_layouts.hpp"
+#include "kernels/cuda/gemm_cuda.hpp"
 
 namespace {
 
@@ -63,24 +56,16 @@ Device& device() {
   return d;
 }
 
-template <class T>
-DeviceBuffer upload(const std::vector<T>& host) {
-  DeviceBuffer b = device().ledger.allocate(host.size() * sizeof(T), MemoryCategory::other);
-  FP8LAB_CUDA_CHECK(cudaMemcpy(b.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return b;
-}
-
 void set_tflops(benchmark::State& state, const Shape& s) {
   state.counters["TFLOPS"] = benchmark::Counter(2.0 * s.m * s.n * s.k * static_cast<double>(state.iterations()) / 1e12,
                                                 benchmark::Counter::kIsRate);
 }
 
-// FP8 operands in both layouts the engines take: QuantizedTensor geometry for the WGMMA
-// kernel, cuBLASLt's VEC128 / BLK128x128 scale layouts for cuBLASLt.
-struct Fp8Operands {
+// Random DeepSeek-V3 operands: A per tile:1x128, B per block:128x128, E4M3; and the output.
+struct Fp8Gemm {
   QuantizedTensor a, b;
-  DeviceBuffer a_codes, b_codes, a_scales, b_scales, a_vec128, b_blk128, c;
-  explicit Fp8Operands(const Shape& s) {
+  DeviceBuffer c;
+  explicit Fp8Gemm(const Shape& s) {
     std::mt19937_64 rng(static_cast<std::uint64_t>(s.m * 31 + s.n * 7 + s.k));
     a = make_quantized_tensor(s.m, s.k, {Fp8Format::e4m3, Granularity::tile(128), ScaleRule::fp32});
     b = make_quantized_tensor(s.n, s.k, {Fp8Format::e4m3, Granularity::block(128), ScaleRule::fp32});
@@ -88,30 +73,15 @@ struct Fp8Operands {
     b.codes = random_codes(b.codes.size(), rng);
     a.scales = random_scales(a.scales.size(), rng);
     b.scales = random_scales(b.scales.size(), rng);
-    a_codes = upload(a.codes);
-    b_codes = upload(b.codes);
-    a_scales = upload(a.scales);
-    b_scales = upload(b.scales);
-    a_vec128 = upload(vec128_scales_rows_fastest(a));
-    b_blk128 = upload(blk128x128_scales_k_fastest(b));
     c = device().ledger.allocate(static_cast<std::size_t>(s.m * s.n) * 2, MemoryCategory::other);
   }
 };
 
 void bench_cublaslt_fp8(benchmark::State& state, Shape s, CublasLtMode mode) {
-  Fp8Operands ops(s);
-  cuda::CublasLtProblem p;
-  p.mode = mode;
-  p.m = s.m;
-  p.n = s.n;
-  p.k = s.k;
-  p.output = OutputType::bf16;
-  p.a = ops.a_codes.data();
-  p.b = ops.b_codes.data();
-  // Per-tensor: the first scale of each grid stands for the tensor (the timing does not see values).
-  p.a_scales = static_cast<const float*>(mode == CublasLtMode::block_scaled ? ops.a_vec128.data() : ops.a_scales.data());
-  p.b_scales = static_cast<const float*>(mode == CublasLtMode::block_scaled ? ops.b_blk128.data() : ops.b_scales.data());
-  p.c = ops.c.data();
+  Fp8Gemm gemm(s);
+  const cuda::DeviceGemmOperands operands = cuda::upload_for_cublaslt(device().ledger, gemm.a, gemm.b);
+  cuda::CublasLtProblem p = cuda::cublaslt_block_scaled_problem(gemm.a, gemm.b, operands, OutputType::bf16, gemm.c.data());
+  p.mode = mode;  // per-tensor: the first scale of each grid stands for the tensor (timing does not see values)
   const cuda::CublasLt lt(device().ledger);
   const cuda::CublasLtMatmul matmul(lt, p);
   cuda::bench::time_iterations(state, [&] { matmul.launch(nullptr); });
@@ -123,7 +93,8 @@ void bench_cublaslt_bf16(benchmark::State& state, Shape s) {
   std::vector<std::uint16_t> a(static_cast<std::size_t>(s.m * s.k)), b(static_cast<std::size_t>(s.n * s.k));
   for (auto& v : a) v = static_cast<std::uint16_t>(0x3C00 | (rng() & 0x3FF));  // BF16 values in [2^-7, 2^-6) x (1..2)
   for (auto& v : b) v = static_cast<std::uint16_t>(0x3C00 | (rng() & 0x3FF));
-  const DeviceBuffer da = upload(a), db = upload(b);
+  const DeviceBuffer da = cuda::upload(device().ledger, a, MemoryCategory::other);
+  const DeviceBuffer db = cuda::upload(device().ledger, b, MemoryCategory::other);
   const DeviceBuffer c = device().ledger.allocate(static_cast<std::size_t>(s.m * s.n) * 2, MemoryCategory::other);
   cuda::CublasLtProblem p;
   p.mode = CublasLtMode::bf16;
@@ -141,21 +112,13 @@ void bench_cublaslt_bf16(benchmark::State& state, Shape s) {
 }
 
 void bench_wgmma(benchmark::State& state, Shape s, int promotion) {
-  Fp8Operands ops(s);
+  Fp8Gemm gemm(s);
   GemmConfig config;
   config.promotion = PromotionInterval::parse(std::to_string(promotion));
   config.output = OutputType::bf16;
-  const WgmmaLaunchPlan plan = plan_wgmma_gemm(ops.a, ops.b, config);
-  cuda::WgmmaGemmProblem p;
-  p.m = s.m;
-  p.n = s.n;
-  p.k = s.k;
-  p.a = static_cast<const std::uint8_t*>(ops.a_codes.data());
-  p.b = static_cast<const std::uint8_t*>(ops.b_codes.data());
-  p.a_scales = {static_cast<const float*>(ops.a_scales.data()), ops.a.tile_rows, ops.a.tile_cols, ops.a.scale_cols};
-  p.b_scales = {static_cast<const float*>(ops.b_scales.data()), ops.b.tile_rows, ops.b.tile_cols, ops.b.scale_cols};
-  p.output = OutputType::bf16;
-  p.c = ops.c.data();
+  const WgmmaLaunchPlan plan = plan_wgmma_gemm(gemm.a, gemm.b, config);
+  const cuda::DeviceGemmOperands operands = cuda::upload_for_wgmma(device().ledger, gemm.a, gemm.b);
+  const cuda::WgmmaGemmProblem p = cuda::wgmma_problem(gemm.a, gemm.b, operands, config.output, gemm.c.data());
   cuda::bench::time_iterations(state, [&] { cuda::wgmma_gemm_nt(p, plan, nullptr); });
   set_tflops(state, s);
 }
@@ -163,11 +126,6 @@ void bench_wgmma(benchmark::State& state, Shape s, int promotion) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (cuda::device_count() == 0) {
-    std::puts("no CUDA device: GPU benchmarks skipped");
-    return 77;
-  }
-  cuda::bench::add_device_context(argc, argv);
   std::vector<bench::RatioPair> ratios;
   for (const Shape& s : deepseek_shapes()) {
     const std::string t = s.text();
@@ -184,5 +142,5 @@ int main(int argc, char** argv) {
     ratios.push_back({"wgmma_nc32/" + t, "wgmma_nc128/" + t, "wgmma N_C=32 / N_C=128 " + t, "N_C=32 / N_C=128"});
     ratios.push_back({"cublaslt_bf16/" + t, "cublaslt_fp8_block/" + t, "cuBLASLt BF16 / FP8 block " + t, "BF16 / FP8 block-scaled"});
   }
-  return bench::run_with_ratios(argc, argv, "TFLOPS", ratios);
+  return cuda::bench::run_gpu_benchmarks(argc, argv, "TFLOPS", ratios);
 }

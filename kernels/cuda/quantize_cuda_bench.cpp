@@ -3,13 +3,10 @@
 // in the same run. Bytes counted for both: the FP32 input once (what both move from HBM;
 // the quantizer writes 1/4 of it back, the copy all of it). Target: ratio >= 0.8.
 // CUDA-event timing, L2 flushed before every iteration (bench_support.hpp).
-#include <cstdio>
 #include <random>
 #include <vector>
 
-#include "kernels/benchmark_ratios.hpp"
 #include "kernels/cuda/bench_support.hpp"
-#include "kernels/cuda/float_formats_device.hpp"
 #include "kernels/cuda/quantize_cuda.hpp"
 
 namespace {
@@ -64,12 +61,7 @@ BENCHMARK(BM_QuantizeBlock128x128E4M3)->UseManualTime()->Unit(benchmark::kMicros
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (cuda::device_count() == 0) {
-    std::puts("no CUDA device: GPU benchmarks skipped");
-    return 77;
-  }
-  cuda::bench::add_device_context(argc, argv);
-  return bench::run_with_ratios(argc, argv, "bytes_per_second",
+  return cuda::bench::run_gpu_benchmarks(argc, argv, "bytes_per_second",
                                 {{"BM_QuantizeTile1x128E4M3", "BM_DeviceCopyFp32", "quantize 1x128 / D2D copy (target >= 0.8)"},
                                  {"BM_QuantizeBlock128x128E4M3", "BM_DeviceCopyFp32", "quantize 128x128 / D2D copy"}});
 }

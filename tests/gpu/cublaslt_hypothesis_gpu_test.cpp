@@ -57,20 +57,31 @@ std::vector<Candidate> candidates() {
   return c;
 }
 
-// The candidate's y for every output (FP32 output; BF16 would only round the same y).
-std::vector<float> candidate_output(const QuantizedTensor& a, const QuantizedTensor& b, const Candidate& c) {
-  const std::int64_t m = a.rows, n = b.rows, k = a.cols;
+// The partial of every 128-K block, one M x N matrix per block, under one partial model.
+// Computed once per model and shared by the four folds that use it.
+std::vector<std::vector<float>> block_partials(const QuantizedTensor& a, const QuantizedTensor& b, bool hopper) {
   GemmConfig partial_config;
   partial_config.promotion = PromotionInterval::parse("never");
-  if (!c.hopper_partials) partial_config.accumulation = AccumulationModel::fp32();
+  if (!hopper) partial_config.accumulation = AccumulationModel::fp32();
+  std::vector<std::vector<float>> partials;
+  for (std::int64_t k0 = 0; k0 < a.cols; k0 += 128) {
+    const std::int64_t width = std::min<std::int64_t>(128, a.cols - k0);
+    partials.push_back(cpu::gemm_nt(block_slice(a, k0, width), block_slice(b, k0, width), partial_config));
+  }
+  return partials;
+}
+
+// The candidate's y for every output (FP32 output; BF16 would only round the same y).
+std::vector<float> fold_partials(const QuantizedTensor& a, const QuantizedTensor& b,
+                                 const std::vector<std::vector<float>>& partials, const Fold& fold) {
+  const std::int64_t m = a.rows, n = b.rows;
   std::vector<float> y(static_cast<std::size_t>(m * n), 0.0f);
-  for (std::int64_t k0 = 0; k0 < k; k0 += 128) {
-    const std::int64_t width = std::min<std::int64_t>(128, k - k0);
-    const std::vector<float> p = cpu::gemm_nt(block_slice(a, k0, width), block_slice(b, k0, width), partial_config);
+  for (std::size_t block = 0; block < partials.size(); ++block) {
+    const auto k0 = static_cast<std::int64_t>(block) * 128;
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t j = 0; j < n; ++j) {
         const auto e = static_cast<std::size_t>(i * n + j);
-        y[e] = c.fold(y[e], p[e], a.scale_of(i, k0), b.scale_of(j, k0));
+        y[e] = fold(y[e], partials[block][e], a.scale_of(i, k0), b.scale_of(j, k0));
       }
   }
   return y;
@@ -109,8 +120,11 @@ TEST_CASE("gpu: cuBLASLt block-scaled FP8 against the candidate arithmetics") {
     const std::vector<float> gpu = cuda::cublaslt_gemm_nt_host(set.a, set.b, config, {}, ledger);
     std::size_t best = SIZE_MAX;
     BitwiseComparison hypothesis;
+    const std::vector<std::vector<float>> hopper_partials = block_partials(set.a, set.b, true);
+    const std::vector<std::vector<float>> fp32_partials = block_partials(set.a, set.b, false);
     for (const Candidate& c : candidates()) {
-      const BitwiseComparison r = compare_bitwise(gpu, candidate_output(set.a, set.b, c));
+      const BitwiseComparison r =
+          compare_bitwise(gpu, fold_partials(set.a, set.b, c.hopper_partials ? hopper_partials : fp32_partials, c.fold));
       test::record_finding("cublaslt block-scaled vs candidate", set.name + ": " + c.name, r);
       if (c.name.find("[DESIGN hypothesis]") != std::string::npos && c.hopper_partials) hypothesis = r;
       best = std::min(best, r.mismatches);
