@@ -1,6 +1,8 @@
 #include "kernels/cuda/cublaslt_gemm.hpp"
 
+#include <memory>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/cuda/cublaslt_check.hpp"
 
@@ -81,18 +83,17 @@ void CublasLtMatmul::prepare() {
   FP8LAB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_b_, lt_b_type, k, m, static_cast<std::int64_t>(k)));
   FP8LAB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_c_, c_type, n, m, static_cast<std::int64_t>(n)));
 
-  cublasLtMatmulPreference_t preference = nullptr;
-  FP8LAB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  cublasLtMatmulPreference_t raw_preference = nullptr;
+  FP8LAB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw_preference));
+  const std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, decltype(&cublasLtMatmulPreferenceDestroy)>
+      preference(raw_preference, &cublasLtMatmulPreferenceDestroy);
   const std::size_t workspace = lt_.workspace_bytes();
+  FP8LAB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &workspace, sizeof(workspace)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t status = [&] {
-    FP8LAB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                             &workspace, sizeof(workspace)));
-    return cublasLtMatmulAlgoGetHeuristic(lt_.handle(), desc_, layout_a_, layout_b_, layout_c_, layout_c_, preference,
-                                          1, &result, &found);
-  }();
-  cublasLtMatmulPreferenceDestroy(preference);
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt_.handle(), desc_, layout_a_, layout_b_, layout_c_,
+                                                               layout_c_, preference.get(), 1, &result, &found);
   if (status != CUBLAS_STATUS_SUCCESS || found == 0)
     throw std::runtime_error(std::string("cuBLASLt found no algorithm for the ") + cublaslt_mode_name(p.mode) +
                              " GEMM M=" + std::to_string(p.m) + " N=" + std::to_string(p.n) + " K=" +
