@@ -135,12 +135,13 @@ class GemmStudy final : public StudyKind {
     // Shapes only: the codes are zeros, which is all plan_gemm and the backend look at.
     const QuantizedTensor a = make_quantized_tensor(s.m, s.k, {f, Granularity::parse(p.at("a_granularity")), ScaleRule::fp32});
     const QuantizedTensor b = make_quantized_tensor(s.n, s.k, {f, Granularity::parse(p.at("b_granularity")), ScaleRule::fp32});
+    const GemmConfig gemm_config = config(p);
     try {
-      plan_gemm(a, b, config(p));
+      plan_gemm(a, b, gemm_config);
     } catch (const std::invalid_argument& e) {
       return std::string(e.what());
     }
-    if (std::string why = backend.gemm_config_failure(a, b, config(p)); !why.empty()) return why;
+    if (std::string why = backend.gemm_config_failure(a, b, gemm_config); !why.empty()) return why;
     return std::nullopt;
   }
 
