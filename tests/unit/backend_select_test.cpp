@@ -1,5 +1,6 @@
-// --backend selection: cpu always, auto falls back to cpu, cuda refused with the reason when
-// this build or this machine cannot (the message depends on which; both are checked).
+// --backend selection: cpu always, auto falls back to cpu, cuda and cuda-cublaslt refused with
+// the reason when this build or this machine cannot (the message depends on which; each is
+// checked), and the engine asked for when they are granted.
 #include <catch2/catch.hpp>
 
 #include "harness/backend_select.hpp"
@@ -20,14 +21,18 @@ TEST_CASE("backend selection: cpu, auto, and the refusals") {
   const auto automatic = select_backend("auto", true);
   CHECK((automatic->name() == "cpu" || automatic->gemm_unavailable_reason().empty()));
   CHECK_THROWS_WITH(select_backend("tpu", false), Catch::Contains("--backend 'tpu' is not one of cpu, cuda, cuda-cublaslt, auto"));
-  try {
-    const auto cuda = select_backend("cuda", true);
-    FAIL("--backend cuda for GEMMs should be refused until the CUDA GEMMs exist, got " << cuda->name());
-  } catch (const std::invalid_argument& e) {
-    const std::string why = e.what();
-    INFO(why);
-    CHECK((why.find("built without the CUDA backend") != std::string::npos ||
-           why.find("no usable CUDA device") != std::string::npos ||
-           why.find("not implemented yet") != std::string::npos));
+  for (const char* name : {"cuda", "cuda-cublaslt"}) {
+    try {
+      // Where it is granted (a CUDA build on a Hopper machine), it must be the engine asked for.
+      const auto cuda = select_backend(name, true);
+      CHECK(cuda->name() == name);
+      CHECK(cuda->gemm_unavailable_reason().empty());
+    } catch (const std::invalid_argument& e) {
+      const std::string why = e.what();
+      INFO(why);
+      CHECK((why.find("built without the CUDA backend") != std::string::npos ||
+             why.find("no usable CUDA device") != std::string::npos ||
+             why.find("need an sm_90 (Hopper) GPU") != std::string::npos));
+    }
   }
 }
