@@ -17,12 +17,32 @@ int parse_int(std::string_view digits, std::string_view whole, const char* what)
 
 }  // namespace
 
-AccumulationModel AccumulationModel::parse(std::string_view text) {
+AccumulationModel AccumulationModel::parse(std::string_view whole) {
+  // The zero convention is a suffix of any fused model.
+  std::string_view text = whole;
+  ZeroExponent zero = ZeroExponent::none;
+  for (const auto& [suffix, value] : {std::pair{std::string_view(",zero:none"), ZeroExponent::none},
+                                      std::pair{std::string_view(",zero:min"), ZeroExponent::min}})
+    if (text.ends_with(suffix)) {
+      text.remove_suffix(suffix.size());
+      zero = value;
+      if (text == "fp32")
+        throw std::invalid_argument("accumulation model '" + std::string(whole) +
+                                    "': the zero convention applies to the fused models only, not fp32");
+      break;
+    }
+  AccumulationModel model = parse_without_zero(text);
+  model.zero_exponent = zero;
+  return model;
+}
+
+AccumulationModel AccumulationModel::parse_without_zero(std::string_view text) {
   if (text == "hopper") return hopper();
   if (text == "fp32") return fp32();
   const auto usage = [&] {
     return std::invalid_argument("accumulation model '" + std::string(text) +
-                                 "' is not one of hopper, fp32, bits:F,depth:D,round:rz|rne");
+                                 "' is not one of hopper, fp32, bits:F,depth:D,round:rz|rne (fused ones "
+                                 "optionally followed by ,zero:none|min)");
   };
   if (!text.starts_with("bits:")) throw usage();
   AccumulationModel model;
@@ -59,9 +79,12 @@ AccumulationModel AccumulationModel::parse(std::string_view text) {
 
 std::string AccumulationModel::to_string() const {
   if (kind == Kind::fp32) return "fp32";
-  if (*this == hopper()) return "hopper";
+  const std::string zero = zero_exponent == ZeroExponent::min ? ",zero:min" : "";
+  AccumulationModel with_default_zero = *this;
+  with_default_zero.zero_exponent = ZeroExponent::none;
+  if (with_default_zero == hopper()) return "hopper" + zero;
   return "bits:" + std::to_string(fraction_bits) + ",depth:" + std::to_string(depth) +
-         ",round:" + (rounding == Rounding::rz ? "rz" : "rne");
+         ",round:" + (rounding == Rounding::rz ? "rz" : "rne") + zero;
 }
 
 PromotionInterval PromotionInterval::parse(std::string_view text) {

@@ -10,6 +10,13 @@
 //                                largest unnormalized exponent E, keep F fraction bits of each
 //                                (truncated or rounded), sum exactly, normalize the sum to F bits
 //   fp32                       = p = fma32(a_k, b_k, p) for k in order (ideal promotion baseline)
+// The fused models take an optional ",zero:none|min": the exponent an FP8 zero gets in the
+// alignment step (DESIGN.md section 2, "open corner"), a question Hopper silicon decides:
+//   none (default) a zero operand has exponent -126 (MMA-Sim, Xie et al. 2025, whose probes
+//                  give zero an exponent below any normal): a product with a zero factor
+//                  never raises E above a nonzero product's exponent
+//   min            a zero is treated like a subnormal, exponent emin (-6 E4M3, -14 E5M2):
+//                  0 x 448 raises E and truncates the other terms of its instruction
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,17 +28,23 @@ namespace fp8lab {
 struct AccumulationModel {
   enum class Kind { fused, fp32 };
   enum class Rounding { rz, rne };
+  enum class ZeroExponent { none, min };
   Kind kind = Kind::fused;
   int fraction_bits = 13;  // F
   int depth = 32;          // D, products per instruction (wgmma FP8: k = 32)
   Rounding rounding = Rounding::rz;
+  ZeroExponent zero_exponent = ZeroExponent::none;  // fused models only
 
   static AccumulationModel hopper() { return {}; }
-  static AccumulationModel fp32() { return {Kind::fp32, 23, 32, Rounding::rne}; }
-  // "hopper", "fp32" or "bits:F,depth:D,round:rz|rne"; throws std::invalid_argument saying why.
+  static AccumulationModel fp32() { return {Kind::fp32, 23, 32, Rounding::rne, ZeroExponent::none}; }
+  // "hopper", "fp32" or "bits:F,depth:D,round:rz|rne", the fused ones optionally followed by
+  // ",zero:none|min" (e.g. "hopper,zero:min"); throws std::invalid_argument saying why.
   static AccumulationModel parse(std::string_view text);
   std::string to_string() const;
   bool operator==(const AccumulationModel&) const = default;
+
+ private:
+  static AccumulationModel parse_without_zero(std::string_view text);
 };
 
 // Promotion every `elements` of K, or never (one partial over all of K).

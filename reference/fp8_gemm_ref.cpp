@@ -119,17 +119,23 @@ Eigen::MatrixXf fp8_gemm_model_ref(const Fp8OperandRef& a, const Fp8OperandRef& 
   const Eigen::Index padded_k = std::max<Eigen::Index>(depth, (K + depth - 1) / depth * depth);
   const Eigen::Index nc = (interval == 0 || interval > padded_k) ? padded_k : interval;
   const int M_bits = a.format->mantissa_bits;
-  const Decomposed zero = decompose(0, *a.format);
+  // Zero's exponent is the model's convention, not a property of the format.
+  const auto take_apart = [&](std::uint32_t code, const FormatDefinition& f) {
+    Decomposed d = decompose(code, f);
+    if (d.finite && d.significand == 0 && !model.zero_as_subnormal) d.exponent = -126;
+    return d;
+  };
+  const Decomposed zero = take_apart(0, *a.format);
 
   // Every row of B taken apart once (zero-padded to padded_k), then each row of A in turn.
   std::vector<std::vector<Decomposed>> b_rows(static_cast<std::size_t>(N),
                                               std::vector<Decomposed>(static_cast<std::size_t>(padded_k), zero));
   for (Eigen::Index n = 0; n < N; ++n)
-    for (Eigen::Index k = 0; k < K; ++k) b_rows[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)] = decompose((*b.codes)(n, k), *b.format);
+    for (Eigen::Index k = 0; k < K; ++k) b_rows[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)] = take_apart((*b.codes)(n, k), *b.format);
   Eigen::MatrixXf out(M, N);
   std::vector<Decomposed> ra(static_cast<std::size_t>(padded_k), zero);
   for (Eigen::Index m = 0; m < M; ++m) {
-    for (Eigen::Index k = 0; k < K; ++k) ra[static_cast<std::size_t>(k)] = decompose((*a.codes)(m, k), *a.format);
+    for (Eigen::Index k = 0; k < K; ++k) ra[static_cast<std::size_t>(k)] = take_apart((*a.codes)(m, k), *a.format);
     for (Eigen::Index n = 0; n < N; ++n) {
       const std::vector<Decomposed>& rb = b_rows[static_cast<std::size_t>(n)];
       float acc = 0.0f;

@@ -27,6 +27,9 @@ struct AccumulationRef {
   int fraction_bits = 13;     // F
   int depth = 32;             // products per instruction
   bool round_to_nearest_even = false;  // instead of truncation toward zero
+  // The exponent of an FP8 zero in the alignment: false gives it -126 (MMA-Sim: a zero
+  // factor never raises E), true the format's minimum exponent, as a subnormal.
+  bool zero_as_subnormal = false;
 };
 
 // interval: N_C in elements, or 0 for "never" (one partial over all of K). K is zero-padded

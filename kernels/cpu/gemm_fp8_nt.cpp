@@ -3,7 +3,8 @@
 // Per output element, in K order: instructions of D products; each instruction updates the
 // partial p by the accumulation model; every N_C elements p is promoted into acc and reset.
 // Fused model, one instruction with incoming p (steps of DESIGN.md section 2):
-//   E = max(exponent(p), max_k(e_a + e_b))      unnormalized exponents; 0/subnormal p -> -126
+//   E = max(exponent(p), max_k(e_a + e_b))      unnormalized exponents; 0/subnormal p -> -126;
+//                                               an FP8 zero: emin (zero:min) or -126 (zero:none)
 //   S = round(p 2^(F-E)) + sum_k round(a_k b_k 2^(F-E))   round = trunc (rz) or RNE, S exact
 //   p' = S 2^(E-F) normalized to F fraction bits (same rounding)
 // a_k b_k is exact in FP32 (4-bit significands), and scaling by 2^(F-E) is exact, so each
@@ -23,13 +24,11 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <immintrin.h>
+
+#include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/gemm_packing.hpp"
 #include "kernels/formats/float_formats.hpp"
-
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define FP8LAB_GEMM_AVX2 1
-#endif
 
 namespace fp8lab::cpu {
 namespace {
@@ -53,6 +52,7 @@ struct Problem {
   std::int64_t state_cols;    // panels * kPanel
   float* acc;                 // padded rows x state_cols
   float* partial;
+  CpuIsa isa;                 // which micro-tile code runs (scalar: tile_generic)
 };
 
 bool promotes_after(const Problem& pr, std::int64_t instruction) {
@@ -145,9 +145,10 @@ void tile_generic(const Problem& pr, std::int64_t row0, std::int64_t panel, std:
     }
 }
 
-#ifdef FP8LAB_GEMM_AVX2
+// ---- AVX2 + FMA micro-tiles, compiled for that target whatever the build's baseline ----
+
 // The same arithmetic, 8 output columns per vector, 4 rows per tile (see the file comment).
-void tile_fused_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,
+FP8LAB_TARGET_AVX2 void tile_fused_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,
                      std::int64_t i_end) {
   const int F = pr.model.fraction_bits;
   const bool rz = pr.model.rounding == AccumulationModel::Rounding::rz;
@@ -155,6 +156,7 @@ void tile_fused_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel, s
   const __m256i rne_bias = _mm256_set1_epi32(F < 23 ? (1 << (22 - F)) - 1 : 0);
   const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(127), all_ones = _mm256_set1_epi32(-1);
   const __m256i scale_exponent = _mm256_set1_epi32(127 + F), unscale_exponent = _mm256_set1_epi32(127 - F);
+  const __m256i exponent_floor = _mm256_set1_epi32(-64);
   __m256 acc[kRowsPerTile], p[kRowsPerTile];
   for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
     const auto state = static_cast<std::size_t>((row0 + r) * pr.state_cols + panel * kPanel);
@@ -192,7 +194,9 @@ void tile_fused_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel, s
         std::memcpy(&a4, ta + k * kRowsPerTile, sizeof a4);
         std::memcpy(&b8, tb + k * kPanel, sizeof b8);
         const __m256i ea = _mm256_shuffle_epi8(_mm256_set1_epi32(a4), spread);
-        e8 = _mm256_max_epi8(e8, _mm256_add_epi8(ea, _mm256_set1_epi64x(b8)));
+        // Saturating: with zero:none a zero's exponent is -126, and -126 + -126 must stay
+        // below every real exponent rather than wrap (it saturates to -128).
+        e8 = _mm256_max_epi8(e8, _mm256_adds_epi8(ea, _mm256_set1_epi64x(b8)));
       }
       const __m128i low = _mm256_castsi256_si128(e8), high = _mm256_extracti128_si256(e8, 1);
       const __m128i rows8[kRowsPerTile] = {low, _mm_srli_si128(low, 8), high, _mm_srli_si128(high, 8)};
@@ -201,6 +205,12 @@ void tile_fused_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel, s
     __m256 scale[kRowsPerTile];
     __m256i sum[kRowsPerTile];
     for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
+      // 2^(F-E) built from exponent bits needs 127 + F - E <= 254, and this path has F <= 21
+      // (vector_path_holds). A nonzero term has an exponent >= -49 (nonzero products have
+      // e_a + e_b >= -28, and p is a multiple of 2^(E' - F) for an earlier E' >= -28), so
+      // E < -64 happens only with zero:none in a lane whose terms are all zero, where
+      // flooring E changes nothing.
+      e[r] = _mm256_max_epi32(e[r], exponent_floor);
       scale[r] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(scale_exponent, e[r]), 23));
       const __m256 c = _mm256_mul_ps(p[r], scale[r]);
       sum[r] = rz ? _mm256_cvttps_epi32(c) : _mm256_cvtps_epi32(c);
@@ -251,7 +261,7 @@ void tile_fused_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel, s
 
 // fp32 model: p = fma(a_k, b_k, p) in K order, 4 rows x 2 panels (8 independent FMA chains).
 template <int kPanels>
-void tile_fp32_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel0, std::int64_t i_begin, std::int64_t i_end) {
+FP8LAB_TARGET_AVX2 void tile_fp32_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel0, std::int64_t i_begin, std::int64_t i_end) {
   __m256 acc[kRowsPerTile][kPanels], p[kRowsPerTile][kPanels];
   for (std::int64_t r = 0; r < kRowsPerTile; ++r)
     for (int q = 0; q < kPanels; ++q) {
@@ -293,7 +303,6 @@ void tile_fp32_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel0, s
       _mm256_storeu_ps(pr.partial + state, p[r][q]);
     }
 }
-#endif
 
 // Can the vector path hold S exactly? |S| <= (4 D + 2) 2^F must stay below 2^24 (exact FP32
 // conversion) and every term below 2^31 (conversion to int32).
@@ -304,8 +313,7 @@ bool vector_path_holds(const AccumulationModel& m) {
 
 void run_task(const Problem& pr, std::int64_t row_begin, std::int64_t row_end, std::int64_t panel_begin,
               std::int64_t panel_end, std::int64_t i_begin, std::int64_t i_end, bool vector_path) {
-#ifdef FP8LAB_GEMM_AVX2
-  if (vector_path) {
+  if (vector_path && pr.isa >= CpuIsa::avx2) {  // AVX-512 CPUs run the AVX2 micro-tiles too
     const bool fp32_model = pr.model.kind == AccumulationModel::Kind::fp32;
     // Panel-outer: one B panel slice stays in L1 while the task's A rows stream past it.
     if (fp32_model) {
@@ -320,8 +328,6 @@ void run_task(const Problem& pr, std::int64_t row_begin, std::int64_t row_end, s
     }
     return;
   }
-#endif
-  (void)vector_path;
   for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile)
     for (std::int64_t panel = panel_begin; panel < panel_end; ++panel) tile_generic(pr, r, panel, i_begin, i_end);
 }
@@ -344,16 +350,18 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
 
   // A's rows are padded to whole 4-row tiles with zero rows (their outputs are dropped).
   bool all_finite = true;
-  const PackedA pa = detail::pack_a(a, plan, depth, options.rows, kRowsPerTile, all_finite);
-  const PackedB pb = detail::pack_b(b, plan, depth, options.cols, all_finite);
+  const auto zero = config.accumulation.zero_exponent;
+  const PackedA pa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, all_finite);
+  const PackedB pb = detail::pack_b(b, plan, depth, zero, options.cols, all_finite);
   const std::int64_t out_rows = pa.rows, padded_rows = pa.padded_rows;
   const std::int64_t instructions = plan.padded_k / depth;
 
   const std::int64_t state_cols = pb.panels * kPanel;
   std::vector<float> acc(static_cast<std::size_t>(padded_rows * state_cols), 0.0f);
   std::vector<float> partial(acc.size(), 0.0f);
-  const Problem pr{pa, pb, plan, config.accumulation, depth, instructions, state_cols, acc.data(), partial.data()};
-  const bool vector_path = !options.force_generic && all_finite && vector_path_holds(config.accumulation);
+  const Problem pr{pa,         pb,           plan,         config.accumulation, depth, instructions,
+                   state_cols, acc.data(), partial.data(), options.force_generic ? CpuIsa::scalar : active_cpu_isa()};
+  const bool vector_path = all_finite && vector_path_holds(config.accumulation);
 
   const std::int64_t block_instructions = std::max<std::int64_t>(1, kKBlock / depth);
   const std::int64_t row_chunks = (padded_rows + kRowChunk - 1) / kRowChunk;

@@ -1,7 +1,7 @@
 #pragma once
 // CPU backend FP8 GEMM: C = A * B^T on quantized operands, computing bit for bit what the
 // accumulation model + promotion of kernels/gemm_config.hpp define (the Hopper tensor-core
-// model by default), multithreaded (OpenMP) and vectorized (AVX2 where the build has it).
+// model by default), multithreaded (OpenMP) and vectorized (AVX2 micro-tiles chosen at run time, see cpu_isa.hpp).
 //
 // Layout: A is M x K (tile:1xT, row or tensor scales), B is N x K (block:BxB, row or tensor
 // scales), both K-major; C is M x N row-major, or |rows| x |cols| for a sampled subset.
@@ -17,7 +17,7 @@ namespace fp8lab::cpu {
 
 struct GemmOptions {
   int threads = 0;             // 0: all cores (OpenMP default)
-  bool force_generic = false;  // tests: take the scalar path even where the vector path applies
+  bool force_generic = false;  // tests: the scalar micro-tiles whatever active_cpu_isa() says
   // Sampling: compute only these output rows / columns (empty: all). Sorted or not, any order.
   std::vector<std::int64_t> rows, cols;
 };

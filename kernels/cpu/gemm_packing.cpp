@@ -11,25 +11,31 @@ namespace {
 
 struct CodeTable {
   std::array<float, 256> value;
-  std::array<std::int32_t, 256> exponent;  // unnormalized: min_exponent for zero and subnormals
+  // Unnormalized: min_exponent for subnormals; for zero, min_exponent (zero:min) or
+  // FP32's -126 (zero:none, below every FP8 exponent).
+  std::array<std::int32_t, 256> exponent;
   std::array<bool, 256> finite;
 };
 
 template <class F>
-CodeTable make_table() {
+CodeTable make_table(AccumulationModel::ZeroExponent zero) {
   CodeTable t{};
   for (std::uint32_t code = 0; code < 256; ++code) {
     t.value[code] = decode<F>(code);
     t.finite[code] = std::isfinite(t.value[code]);
     const std::int32_t field = static_cast<std::int32_t>((code & 0x7F) >> F::mantissa_bits);
     t.exponent[code] = field == 0 ? FormatLayout<F>::min_exponent : field - F::bias;
+    if ((code & 0x7F) == 0 && zero == AccumulationModel::ZeroExponent::none) t.exponent[code] = -126;
   }
   return t;
 }
 
-const CodeTable& table_for(Fp8Format format) {
-  static const CodeTable e4m3 = make_table<E4M3>(), e5m2 = make_table<E5M2>();
-  return format == Fp8Format::e4m3 ? e4m3 : e5m2;
+const CodeTable& table_for(Fp8Format format, AccumulationModel::ZeroExponent zero) {
+  using Z = AccumulationModel::ZeroExponent;
+  static const CodeTable e4m3_none = make_table<E4M3>(Z::none), e5m2_none = make_table<E5M2>(Z::none);
+  static const CodeTable e4m3_min = make_table<E4M3>(Z::min), e5m2_min = make_table<E5M2>(Z::min);
+  if (format == Fp8Format::e4m3) return zero == Z::none ? e4m3_none : e4m3_min;
+  return zero == Z::none ? e5m2_none : e5m2_min;
 }
 
 std::vector<std::int64_t> all_or(const std::vector<std::int64_t>& selection, std::int64_t count) {
@@ -59,9 +65,9 @@ bool unpack_row(const CodeTable& table, const std::uint8_t* codes, std::int64_t 
 
 }  // namespace
 
-PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth,
+PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
                const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool& all_finite) {
-  const CodeTable& table = table_for(q.config.format);
+  const CodeTable& table = table_for(q.config.format, zero);
   const std::vector<std::int64_t> rows = all_or(selection, q.rows);
   const std::int64_t instructions = plan.padded_k / depth;
   PackedA p;
@@ -97,9 +103,9 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   return p;
 }
 
-PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth,
+PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
                const std::vector<std::int64_t>& selection, bool& all_finite) {
-  const CodeTable& table = table_for(q.config.format);
+  const CodeTable& table = table_for(q.config.format, zero);
   const std::vector<std::int64_t> cols = all_or(selection, q.rows);
   const std::int64_t instructions = plan.padded_k / depth;
   PackedB p;

@@ -37,9 +37,10 @@ struct PackedB {         // panels of kPanel columns: [panel][k][lane]
 // `selection` lists the rows of q to take (all when empty). A's rows are padded with zeros
 // to a multiple of `row_multiple` (whole micro-tiles). `all_finite` is cleared when a taken
 // code is NaN or inf.
-PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth,
+// `zero` is the accumulation model's exponent convention for FP8 zeros (and the K padding).
+PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
                const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool& all_finite);
-PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth,
+PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
                const std::vector<std::int64_t>& selection, bool& all_finite);
 
 }  // namespace fp8lab::cpu::detail

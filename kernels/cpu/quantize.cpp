@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cpu/cpu_isa.hpp"
+
 namespace fp8lab::cpu {
 namespace {
 
@@ -49,6 +51,28 @@ void quantize_tiles(const float* x, QuantizedTensor& q) {
   }
 }
 
+// The same code compiled for wider targets (see cpu_isa.hpp): flatten inlines tile_amax,
+// tile_scale and the codec, and the compiler vectorizes them for the variant's ISA. Every
+// operation is exact per element (max of bit patterns, one FP32 product, RNE encode), so
+// the variants give the same bits.
+template <class F>
+FP8LAB_TARGET_AVX2 void quantize_tiles_avx2(const float* x, QuantizedTensor& q) {
+  quantize_tiles<F>(x, q);
+}
+template <class F>
+FP8LAB_TARGET_AVX512 void quantize_tiles_avx512(const float* x, QuantizedTensor& q) {
+  quantize_tiles<F>(x, q);
+}
+
+template <class F>
+void quantize_tiles_for_cpu(const float* x, QuantizedTensor& q) {
+  switch (active_cpu_isa()) {
+    case CpuIsa::avx512: return quantize_tiles_avx512<F>(x, q);
+    case CpuIsa::avx2: return quantize_tiles_avx2<F>(x, q);
+    case CpuIsa::scalar: return quantize_tiles<F>(x, q);
+  }
+}
+
 template <class F>
 std::array<float, 256> decode_table() {
   std::array<float, 256> table{};
@@ -64,9 +88,9 @@ void quantize_into(std::span<const float> x, QuantizedTensor& out) {
                                 std::to_string(out.rows) + "x" + std::to_string(out.cols) + " needs " +
                                 std::to_string(out.rows * out.cols));
   if (out.config.format == Fp8Format::e4m3)
-    quantize_tiles<E4M3>(x.data(), out);
+    quantize_tiles_for_cpu<E4M3>(x.data(), out);
   else
-    quantize_tiles<E5M2>(x.data(), out);
+    quantize_tiles_for_cpu<E5M2>(x.data(), out);
 }
 
 QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols,

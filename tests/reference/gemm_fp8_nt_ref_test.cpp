@@ -2,13 +2,15 @@
 // 1. against the independent integer implementation of the accumulation model
 //    (reference/fp8_gemm_ref): 0 mismatching bits on ragged shapes (K not a multiple of 32 or
 //    128, M not of 4, N not of 8), every finite code (subnormals, extremes, mixed signs),
-//    wide and positive-only data, every accumulation model, both vector and scalar paths;
+//    wide and positive-only data, every accumulation model and zero convention, every SIMD
+//    path this CPU has (scalar, AVX2, AVX-512);
 // 2. against the FP64 GEMM on integer-valued operands with power-of-two scales, where both
 //    arithmetics are exact (the bound on the sizes is derived below).
 #include <catch2/catch.hpp>
 #include <random>
 
 #include "harness/metrics/error_metrics.hpp"
+#include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/gemm_fp8_nt.hpp"
 #include "tests/support/gemm_operands.hpp"
 
@@ -35,14 +37,18 @@ void check_against_model(const QuantizedTensor& a, const QuantizedTensor& b, con
   const Eigen::MatrixXf want =
       ref::fp8_gemm_model_ref(ra.view, rb.view, test::reference_model(config.accumulation),
                               config.promotion.never ? 0 : config.promotion.elements, config.output == OutputType::bf16);
-  for (bool generic : {false, true})
+  // Every micro-tile path this CPU can run (scalar, AVX2, AVX-512), at 1 and 2 threads.
+  for (int isa = 0; isa <= static_cast<int>(cpu::detected_cpu_isa()); ++isa) {
+    cpu::set_cpu_isa(static_cast<cpu::CpuIsa>(isa));
     for (int threads : {1, 2}) {
-      const std::vector<float> got = cpu::gemm_nt(a, b, config, {threads, generic, {}, {}});
+      const std::vector<float> got = cpu::gemm_nt(a, b, config, {threads, false, {}, {}});
       const Mismatch m = compare(got, want);
-      INFO((generic ? "scalar path" : "vector path") << ", " << threads << " threads: " << m.count
-                                                      << " mismatches, max ulp " << m.max_ulp);
+      INFO(cpu::cpu_isa_name(static_cast<cpu::CpuIsa>(isa)) << " path, " << threads << " threads: " << m.count
+                                                              << " mismatches, max ulp " << m.max_ulp);
       CHECK(m.count == 0);
     }
+  }
+  cpu::set_cpu_isa(cpu::detected_cpu_isa());
 }
 
 }  // namespace
@@ -51,8 +57,8 @@ TEST_CASE("cpu gemm matches the integer model reference bit for bit: random code
   std::mt19937_64 rng(2024);
   struct Shape { std::int64_t m, n, k; };
   const Shape shapes[] = {{5, 9, 32}, {13, 17, 100}, {8, 24, 300}, {6, 11, 640}};
-  const char* models[] = {"hopper", "fp32", "bits:16,depth:16,round:rne", "bits:10,depth:64,round:rz",
-                          "bits:25,depth:32,round:rz"};
+  const char* models[] = {"hopper", "hopper,zero:min", "fp32", "bits:16,depth:16,round:rne,zero:min",
+                          "bits:10,depth:64,round:rz", "bits:25,depth:32,round:rz"};
   for (Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2})
     for (const Shape& s : shapes)
       for (const char* model : models)
@@ -155,4 +161,103 @@ TEST_CASE("sampled outputs equal the same entries of the full GEMM") {
     for (std::size_t j = 0; j < cols.size(); ++j)
       CHECK(float_bits(sampled[i * cols.size() + j]) ==
             float_bits(full[static_cast<std::size_t>(rows[i] * 40 + cols[j])]));
+}
+
+namespace {
+
+// One output C[0, 0] of the per-tensor-scaled GEMM of two rows, under `model`, promotion never,
+// from the kernel (every SIMD path agreeing, checked by check_against_model) and the reference.
+float single_output(const std::vector<float>& row_a, const std::vector<float>& row_b, Fp8Format format,
+                    const char* model) {
+  const auto k = static_cast<std::int64_t>(row_a.size());
+  const QuantizeConfig per_tensor{format, Granularity::parse("tensor"), ScaleRule::fp32};
+  const QuantizedTensor a = cpu::quantize(row_a, 1, k, per_tensor), b = cpu::quantize(row_b, 1, k, per_tensor);
+  REQUIRE(a.scales[0] == 1.0f);  // amax = the format's max: the codes are the values themselves
+  REQUIRE(b.scales[0] == 1.0f);
+  const GemmConfig config{AccumulationModel::parse(model), PromotionInterval::parse("never"), OutputType::fp32};
+  check_against_model(a, b, config);
+  return cpu::gemm_nt(a, b, config)[0];
+}
+
+}  // namespace
+
+TEST_CASE("zero exponent convention: the minimal E4M3 case (DESIGN.md section 2)") {
+  // A = [0, 0.140625, 448], B = [448, 0.140625, 0]. 0.140625 = 1.125 * 2^-3, so the one nonzero
+  // product is 1.265625 * 2^-6 (unnormalized significand 1.265625, exponent -6).
+  // zero:none: 0 x 448 has exponent -126 + 8 = -118, so E = -6 and the product keeps all its
+  //   bits: 1.265625 * 2^13 = 10368 units of 2^-19, the exact 0.019775390625 = 0x3ca20000.
+  // zero:min: 0 x 448 has exponent -6 + 8 = 2, so E = 2 and the product is truncated to units
+  //   of 2^(2-13): trunc(1.265625 * 2^5) = trunc(40.5) = 40, 40 * 2^-11 = 0.01953125 = 0x3ca00000.
+  const std::vector<float> a = {0.0f, 0.140625f, 448.0f}, b = {448.0f, 0.140625f, 0.0f};
+  CHECK(float_bits(single_output(a, b, Fp8Format::e4m3, "hopper")) == 0x3ca20000u);
+  CHECK(float_bits(single_output(a, b, Fp8Format::e4m3, "hopper,zero:none")) == 0x3ca20000u);
+  CHECK(float_bits(single_output(a, b, Fp8Format::e4m3, "hopper,zero:min")) == 0x3ca00000u);
+}
+
+TEST_CASE("zero exponent convention: an E5M2 zero x max in a second instruction truncates the accumulator") {
+  // K = 34: instruction 1 (k < 32) holds 1.25 x 1.25 = 1.5625 (exponent 0) and 2^-7 x 2^-6 =
+  // 2^-13, so E = 0 and S = 1.5625 * 2^13 + 1 = 12801: p = 1.5625 + 2^-13, exact in 13 bits.
+  // Instruction 2 holds only 0 x 57344 (k = 32) and 57344 x 0 (k = 33); 57344 = 1.75 * 2^15
+  // makes both per-tensor scales exactly 1.
+  // zero:none: those products have exponent -126 + 15 = -111 < 0 = exponent(p): E = 0 and p
+  //   passes unchanged, 1.5625 + 2^-13.
+  // zero:min: their exponent is -14 + 15 = 1, E = 1, p in units of 2^-12 is 6400.5, truncated
+  //   to 6400: the result is 1.5625, the accumulator's last bit lost.
+  std::vector<float> a(34, 0.0f), b(34, 0.0f);
+  a[0] = b[0] = 1.25f;
+  a[1] = 0.0078125f;  // 2^-7
+  b[1] = 0.015625f;   // 2^-6
+  b[32] = 57344.0f;
+  a[33] = 57344.0f;
+  CHECK(single_output(a, b, Fp8Format::e5m2, "hopper") == 1.5625f + 0.0001220703125f);
+  CHECK(single_output(a, b, Fp8Format::e5m2, "hopper,zero:min") == 1.5625f);
+}
+
+TEST_CASE("zero exponent convention: random zero-times-large operands, kernel and reference agree under both") {
+  // Each k is one of three kinds, shared by all rows: A large and B zero, A zero and B large,
+  // or both small. Every output then meets zero x large next to small x
+  // small products, which zero:min lets the zero raise E over. Both conventions must match
+  // the reference bit for bit, and they must differ from each other somewhere (else this case
+  // could not tell them apart).
+  std::mt19937_64 rng(99);
+  const std::int64_t k = 4096;
+  std::vector<int> kind(static_cast<std::size_t>(k));
+  for (int& v : kind) v = static_cast<int>(rng() % 3);
+  for (Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2}) {
+    const int mantissa_bits = format == Fp8Format::e4m3 ? 3 : 2;
+    // Small products sit 12 (E4M3: 2 vs -10) or 15 (E5M2: 1 vs -14) binades below the zero:min
+    // exponent of zero x large, more than the 13 - 2M bits that hold a product exactly.
+    const int large_field = format == Fp8Format::e4m3 ? 15 : 30, small_field = format == Fp8Format::e4m3 ? 2 : 8;
+    const auto code = [&](int field) {
+      const auto sign = static_cast<std::uint32_t>(rng() & 1) << 7;
+      const auto mantissa = static_cast<std::uint32_t>(rng() % (format == Fp8Format::e4m3 ? 7 : 4));  // never E4M3's NaN
+      return static_cast<std::uint8_t>(sign | static_cast<std::uint32_t>(field) << mantissa_bits | mantissa);
+    };
+    const auto operand = [&](std::int64_t rows, const char* granularity, int large_kind) {
+      QuantizedTensor q = test::random_code_operand(rows, k, format, granularity, rng, false);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < k; ++c) {
+          const int t = kind[static_cast<std::size_t>(c)];
+          q.codes[static_cast<std::size_t>(r * k + c)] = t == 2 ? code(small_field) : t == large_kind ? code(large_field) : 0;
+        }
+      return q;
+    };
+    for (const char* promotion : {"128", "never"}) {
+      DYNAMIC_SECTION(format_name(format) << " N_C=" << promotion) {
+        const bool never = std::string(promotion) == "never";
+        const QuantizedTensor a = operand(9, never ? "row" : "tile:1x128", 0);
+        const QuantizedTensor b = operand(17, never ? "row" : "block:128x128", 1);
+        std::vector<float> outputs[2];
+        int i = 0;
+        for (const char* model : {"hopper,zero:none", "hopper,zero:min"}) {
+          const GemmConfig config{AccumulationModel::parse(model), PromotionInterval::parse(promotion), OutputType::fp32};
+          check_against_model(a, b, config);
+          outputs[i++] = cpu::gemm_nt(a, b, config);
+        }
+        const BitwiseComparison differ = compare_bitwise(outputs[0], outputs[1]);
+        INFO(differ.mismatches << " of " << differ.count << " outputs differ between the conventions");
+        CHECK(differ.mismatches > 0);
+      }
+    }
+  }
 }

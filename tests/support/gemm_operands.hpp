@@ -44,7 +44,7 @@ struct RefOperand {
 
 inline ref::AccumulationRef reference_model(const AccumulationModel& m) {
   return {m.kind == AccumulationModel::Kind::fp32, m.fraction_bits, m.depth,
-          m.rounding == AccumulationModel::Rounding::rne};
+          m.rounding == AccumulationModel::Rounding::rne, m.zero_exponent == AccumulationModel::ZeroExponent::min};
 }
 
 }  // namespace fp8lab::test

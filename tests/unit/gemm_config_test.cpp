@@ -20,6 +20,17 @@ TEST_CASE("accumulation model: parse and print") {
   CHECK_THROWS_WITH(AccumulationModel::parse("bits:13,depth:32"), Catch::Contains("not one of"));
   CHECK_THROWS_WITH(AccumulationModel::parse("bits:x,depth:32,round:rz"), Catch::Contains("fraction bits 'x'"));
   CHECK_THROWS_WITH(AccumulationModel::parse("bits:40,depth:32,round:rz"), Catch::Contains("at most 30"));
+  // The zero convention: none by default (MMA-Sim's), min on request, printed only when not default.
+  CHECK(AccumulationModel::hopper().zero_exponent == AccumulationModel::ZeroExponent::none);
+  CHECK(AccumulationModel::parse("hopper,zero:none") == AccumulationModel::hopper());
+  const AccumulationModel zero_min = AccumulationModel::parse("hopper,zero:min");
+  CHECK(zero_min.zero_exponent == AccumulationModel::ZeroExponent::min);
+  CHECK(zero_min.fraction_bits == 13);
+  CHECK(zero_min.to_string() == "hopper,zero:min");
+  CHECK(AccumulationModel::parse(zero_min.to_string()) == zero_min);
+  CHECK(AccumulationModel::parse("bits:25,depth:32,round:rne,zero:min").to_string() == "bits:25,depth:32,round:rne,zero:min");
+  CHECK_THROWS_WITH(AccumulationModel::parse("fp32,zero:min"), Catch::Contains("fused models only"));
+  CHECK_THROWS_WITH(AccumulationModel::parse("hopper,zero:max"), Catch::Contains("not one of"));
   CHECK_THROWS_WITH(PromotionInterval::parse("sometimes"), Catch::Contains("not a positive number or never"));
   CHECK_THROWS_WITH(parse_output_type("fp16"), Catch::Contains("not one of fp32, bf16"));
 }
