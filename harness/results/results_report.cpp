@@ -231,7 +231,7 @@ void merge_results(const std::filesystem::path& out, const std::vector<std::file
   std::map<std::string, std::string> attributes;
   for (const char* name : {"study", "study_kind", "description", "spec_file", "spec_toml", "spec_sha256",
                            "resolved_spec_json", "fp8lab_version", "git_sha", "git_dirty", "backend", "device", "host",
-                           "hdf5_version", "operands", "utc_start", "utc_end"})
+                           "hdf5_version", "compiler", "build_march", "cpu_isa", "operands", "utc_start", "utc_end"})
     attributes[name] = inputs.front().root_attribute(name);
   std::string hosts;
   for (const ResultsFile& in : inputs) hosts += (hosts.empty() ? "" : ",") + in.root_attribute("host");

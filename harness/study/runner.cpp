@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "kernels/cpu/cpu_isa.hpp"
 #include "data/sha256.hpp"
 #include "harness/backend_select.hpp"
 #include "harness/progress.hpp"
@@ -68,6 +69,9 @@ std::map<std::string, std::string> provenance(const StudySpec& spec, const Study
           {"device", backend.device()},
           {"host", host},
           {"hdf5_version", hdf5_library_version()},
+          {"compiler", "GCC-compatible " __VERSION__},
+          {"build_march", cpu::compiled_baseline_isa()},
+          {"cpu_isa", cpu::cpu_isa_name(cpu::active_cpu_isa())},
           {"operands", kind.operand_description()},
           {"utc_start", utc_now()},
           {"utc_end", ""}};

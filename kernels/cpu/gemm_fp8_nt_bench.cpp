@@ -1,12 +1,14 @@
 // Speed of the CPU FP8 GEMM emulation on a 2048 x 2048 x 2048 problem (A 1x128 tiles, B
 // 128x128 blocks, E4M3, N_C = 128), all cores, next to Eigen's FP32 and FP64 GEMMs of the
 // same size in the same run (Eigen built with OpenMP, so it uses all cores too).
-// Targets (issue 3): hopper >= 0.25 x Eigen FP32; fp32 model >= 0.5 x Eigen FP32.
+// Targets: hopper >= 0.3 x Eigen FP32, fp32 model >= 0.5 x Eigen FP32, on AVX2 and AVX-512
+// machines. The context output names the SIMD path the emulation ran and Eigen's.
 // The timed region is the whole gemm_nt call, operand packing included.
 #include <Eigen/Dense>
 #include <random>
 
 #include "kernels/benchmark_ratios.hpp"
+#include "kernels/cpu/cpu_bench_context.hpp"
 #include "kernels/cpu/gemm_fp8_nt.hpp"
 #include "kernels/cpu/quantize.hpp"
 
@@ -64,6 +66,10 @@ BENCHMARK(BM_Fp8GemmFp32Nc128)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace
 
 int main(int argc, char** argv) {
+  fp8lab::bench::add_cpu_isa_context();
+  // Eigen picks its SIMD at compile time: with the default x86-64-v3 build it uses AVX2 even
+  // on an AVX-512 machine (build with -DFP8LAB_MARCH=native to give it AVX-512).
+  benchmark::AddCustomContext("eigen_simd", Eigen::SimdInstructionSetsInUse());
   return fp8lab::bench::run_with_ratios(argc, argv, "FLOP/s",
                                         {{"BM_Fp8GemmHopperNc128", "BM_EigenGemmFp32", "hopper N_C=128 vs Eigen FP32"},
                                          {"BM_Fp8GemmFp32Nc128", "BM_EigenGemmFp32", "fp32 model N_C=128 vs Eigen FP32"},

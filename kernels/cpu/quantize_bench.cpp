@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/benchmark_ratios.hpp"
+#include "kernels/cpu/cpu_bench_context.hpp"
 #include "kernels/cpu/quantize.hpp"
 
 namespace {
@@ -53,6 +54,7 @@ BENCHMARK(BM_QuantizeTile1x128E4M3)->Unit(benchmark::kMillisecond)->UseRealTime(
 }  // namespace
 
 int main(int argc, char** argv) {
+  fp8lab::bench::add_cpu_isa_context();
   return fp8lab::bench::run_with_ratios(argc, argv, "bytes_per_second",
                                         {{"BM_QuantizeTile1x128E4M3", "BM_CopyFp32", "quantize 1x128 e4m3 vs copy"}});
 }
