@@ -27,7 +27,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/cpu_isa.hpp"
-#include "kernels/cpu/gemm_packing.hpp"
+#include "kernels/cpu/gemm_microtile.hpp"
 #include "kernels/formats/float_formats.hpp"
 
 namespace fp8lab::cpu {
@@ -35,34 +35,16 @@ namespace {
 
 using detail::kPanel;
 using detail::kRowsPerTile;  // micro-tile: 4 rows x one 8-column panel
+using detail::GemmProblem;
+using detail::MicroTile;
 using detail::PackedA;
 using detail::PackedB;
+using detail::interval_of;
+using detail::promotes_after;
 
 constexpr std::int64_t kKBlock = 512;      // elements of K per cache block (rounded to instructions)
 constexpr std::int64_t kRowChunk = 64;     // rows per task
 constexpr std::int64_t kPanelChunk = 16;   // panels per task
-
-struct Problem {
-  const PackedA& a;
-  const PackedB& b;
-  const GemmPlan& plan;
-  const AccumulationModel& model;
-  std::int64_t depth;
-  std::int64_t instructions;  // padded_k / depth
-  std::int64_t state_cols;    // panels * kPanel
-  float* acc;                 // padded rows x state_cols
-  float* partial;
-  CpuIsa isa;                 // which micro-tile code runs (scalar: tile_generic)
-};
-
-bool promotes_after(const Problem& pr, std::int64_t instruction) {
-  const std::int64_t k_end = (instruction + 1) * pr.depth;
-  return k_end % pr.plan.interval == 0 || k_end == pr.plan.padded_k;
-}
-
-std::int64_t interval_of(const Problem& pr, std::int64_t instruction) {
-  return ((instruction + 1) * pr.depth - 1) / pr.plan.interval;
-}
 
 // ---- scalar model: the definition, element by element --------------------------------
 
@@ -116,7 +98,7 @@ float fused_instruction(float c, const float* a, const std::int32_t* ea, const f
   return normalize(sum, e, model);
 }
 
-void tile_generic(const Problem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin, std::int64_t i_end) {
+void tile_generic(const GemmProblem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin, std::int64_t i_end) {
   const bool fp32_model = pr.model.kind == AccumulationModel::Kind::fp32;
   for (std::int64_t r = row0; r < row0 + kRowsPerTile; ++r)
     for (std::int64_t lane = 0; lane < kPanel; ++lane) {
@@ -148,7 +130,7 @@ void tile_generic(const Problem& pr, std::int64_t row0, std::int64_t panel, std:
 // ---- AVX2 + FMA micro-tiles, compiled for that target whatever the build's baseline ----
 
 // The same arithmetic, 8 output columns per vector, 4 rows per tile (see the file comment).
-FP8LAB_TARGET_AVX2 void tile_fused_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,
+FP8LAB_TARGET_AVX2 void tile_fused_avx2(const GemmProblem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,
                      std::int64_t i_end) {
   const int F = pr.model.fraction_bits;
   const bool rz = pr.model.rounding == AccumulationModel::Rounding::rz;
@@ -261,7 +243,7 @@ FP8LAB_TARGET_AVX2 void tile_fused_avx2(const Problem& pr, std::int64_t row0, st
 
 // fp32 model: p = fma(a_k, b_k, p) in K order, 4 rows x 2 panels (8 independent FMA chains).
 template <int kPanels>
-FP8LAB_TARGET_AVX2 void tile_fp32_avx2(const Problem& pr, std::int64_t row0, std::int64_t panel0, std::int64_t i_begin, std::int64_t i_end) {
+FP8LAB_TARGET_AVX2 void tile_fp32_avx2(const GemmProblem& pr, std::int64_t row0, std::int64_t panel0, std::int64_t i_begin, std::int64_t i_end) {
   __m256 acc[kRowsPerTile][kPanels], p[kRowsPerTile][kPanels];
   for (std::int64_t r = 0; r < kRowsPerTile; ++r)
     for (int q = 0; q < kPanels; ++q) {
@@ -311,9 +293,19 @@ bool vector_path_holds(const AccumulationModel& m) {
   return m.fraction_bits <= 23 && (4.0 * m.depth + 2.0) * std::ldexp(1.0, m.fraction_bits) <= std::ldexp(1.0, 24);
 }
 
-void run_task(const Problem& pr, std::int64_t row_begin, std::int64_t row_end, std::int64_t panel_begin,
+void run_task(const GemmProblem& pr, std::int64_t row_begin, std::int64_t row_end, std::int64_t panel_begin,
               std::int64_t panel_end, std::int64_t i_begin, std::int64_t i_end, bool vector_path) {
-  if (vector_path && pr.isa >= CpuIsa::avx2) {  // AVX-512 CPUs run the AVX2 micro-tiles too
+  if (vector_path && pr.tile == MicroTile::wide) {
+    for (std::int64_t panel = panel_begin; panel < panel_end; ++panel)
+      for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile) {
+        if (pr.wide_as_avx512)
+          detail::tile_fused_wide_avx512(pr, r, panel, i_begin, i_end);
+        else
+          detail::tile_fused_wide_avx2(pr, r, panel, i_begin, i_end);
+      }
+    return;
+  }
+  if (vector_path && pr.tile == MicroTile::avx2) {
     const bool fp32_model = pr.model.kind == AccumulationModel::Kind::fp32;
     // Panel-outer: one B panel slice stays in L1 while the task's A rows stream past it.
     if (fp32_model) {
@@ -359,8 +351,11 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
   const std::int64_t state_cols = pb.panels * kPanel;
   std::vector<float> acc(static_cast<std::size_t>(padded_rows * state_cols), 0.0f);
   std::vector<float> partial(acc.size(), 0.0f);
-  const Problem pr{pa,         pb,           plan,         config.accumulation, depth, instructions,
-                   state_cols, acc.data(), partial.data(), options.force_generic ? CpuIsa::scalar : active_cpu_isa()};
+  const CpuIsa isa = options.force_generic ? CpuIsa::scalar : active_cpu_isa();
+  const bool wide = (isa == CpuIsa::avx512 || options.force_wide_tiles) && detail::wide_tile_holds(config.accumulation);
+  const MicroTile tile = isa == CpuIsa::scalar ? MicroTile::scalar : wide ? MicroTile::wide : MicroTile::avx2;
+  const GemmProblem pr{pa,         pb,          plan,           config.accumulation, depth, instructions,
+                       state_cols, acc.data(), partial.data(), tile,                isa == CpuIsa::avx512};
   const bool vector_path = all_finite && vector_path_holds(config.accumulation);
 
   const std::int64_t block_instructions = std::max<std::int64_t>(1, kKBlock / depth);

@@ -20,6 +20,8 @@ struct GemmOptions {
   bool force_generic = false;  // tests: the scalar micro-tiles whatever active_cpu_isa() says
   // Sampling: compute only these output rows / columns (empty: all). Sorted or not, any order.
   std::vector<std::int64_t> rows, cols;
+  // tests: the 16-lane micro-tiles that AVX-512 CPUs run, built for AVX2, on an AVX2 CPU
+  bool force_wide_tiles = false;
 };
 
 std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,

@@ -3,7 +3,7 @@
 //    (reference/fp8_gemm_ref): 0 mismatching bits on ragged shapes (K not a multiple of 32 or
 //    128, M not of 4, N not of 8), every finite code (subnormals, extremes, mixed signs),
 //    wide and positive-only data, every accumulation model and zero convention, every SIMD
-//    path this CPU has (scalar, AVX2, AVX-512);
+//    path this CPU has (scalar, AVX2, AVX-512) and the 16-lane AVX-512 micro-tile built for AVX2;
 // 2. against the FP64 GEMM on integer-valued operands with power-of-two scales, where both
 //    arithmetics are exact (the bound on the sizes is derived below).
 #include <catch2/catch.hpp>
@@ -49,6 +49,14 @@ void check_against_model(const QuantizedTensor& a, const QuantizedTensor& b, con
     }
   }
   cpu::set_cpu_isa(cpu::detected_cpu_isa());
+  // The 16-lane micro-tiles of AVX-512 CPUs, built for AVX2, so every machine checks them.
+  if (cpu::detected_cpu_isa() >= cpu::CpuIsa::avx2) {
+    cpu::GemmOptions wide;
+    wide.force_wide_tiles = true;
+    const Mismatch m = compare(cpu::gemm_nt(a, b, config, wide), want);
+    INFO("16-lane (AVX-512 layout) path built for AVX2: " << m.count << " mismatches, max ulp " << m.max_ulp);
+    CHECK(m.count == 0);
+  }
 }
 
 }  // namespace
