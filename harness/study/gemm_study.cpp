@@ -1,6 +1,7 @@
 // Study kind "gemm": the FP8 GEMMs of a linear layer (Fprop Y = X W^T, Dgrad dX = dY W,
-// Wgrad dW = dY^T X) on synthetic operands of the layer's real shape, through the CPU
-// emulation, with the three errors of DESIGN.md section 2 as metrics.
+// Wgrad dW = dY^T X) on synthetic operands of the layer's real shape, through the selected
+// backend (--backend; auto on a Hopper GPU runs on the CPU emulation what the GPU cannot, and
+// each point records which backend ran it), with the three errors of DESIGN.md section 2 as metrics.
 //
 // Operands (documented in the results file): X is tokens x in_features from `distribution`
 // with `operands.outlier_channels` columns scaled by `operands.outlier_scale`; W is
