@@ -30,6 +30,17 @@ class Backend {
                                           const GemmConfig& config) const = 0;
   virtual std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
                                      const cpu::GemmOptions& options) = 0;
+
+  // Which backend's GEMM runs this configuration (when gemm_config_failure is empty): this
+  // one's own, or, for a backend that hands what it cannot run to another (--backend auto,
+  // harness/backend_select.hpp), that one's name and why this one could not. Recorded per point.
+  struct GemmRoute {
+    std::string backend;
+    std::string fallback_reason;  // empty when the backend itself runs it
+  };
+  virtual GemmRoute gemm_route(const QuantizedTensor&, const QuantizedTensor&, const GemmConfig&) const {
+    return {name(), ""};
+  }
 };
 
 }  // namespace fp8lab

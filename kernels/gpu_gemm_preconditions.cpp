@@ -27,6 +27,9 @@ WgmmaLaunchPlan plan_wgmma_gemm(const QuantizedTensor& a, const QuantizedTensor&
     refuse("A must be scaled per tile:1x128, row or tensor, not " + ga.to_string());
   if (!((gb.kind == Kind::block && gb.size >= kWgmmaBlockN) || gb.kind == Kind::row || gb.kind == Kind::tensor))
     refuse("B must be scaled per block:BxB with B >= 128, row or tensor, not " + gb.to_string());
+  // K = 0 would reach cuTensorMapEncodeTiled with a zero dimension (an encode error, not a
+  // readable refusal); the emulation defines that product (all zeros): the CPU runs it.
+  if (plan.k == 0) refuse("K = 0 (an empty reduction: no tensor map can describe it)");
   if (plan.k % 16 != 0) refuse("K must be a multiple of 16 (TMA row strides are 16-byte multiples)");
   if (plan.n % 8 != 0) refuse("N must be a multiple of 8 (the epilogue writes 8-column groups)");
   if (plan.m == 0 || plan.n == 0) refuse("empty output");
@@ -73,6 +76,12 @@ std::string cublaslt_precondition_failure(CublasLtMode mode, std::int64_t m, std
   return {};
 }
 
+std::string cublaslt_format_failure(CublasLtMode mode, Fp8Format a, Fp8Format b) {
+  if (mode != CublasLtMode::bf16 && a == Fp8Format::e5m2 && b == Fp8Format::e5m2)
+    return "cuBLASLt has no E5M2 x E5M2 FP8 GEMM (one operand must be E4M3)";
+  return {};
+}
+
 std::string cublaslt_operand_failure(CublasLtMode mode, const Granularity& a, const Granularity& b) {
   switch (mode) {
     case CublasLtMode::block_scaled:
@@ -99,6 +108,9 @@ std::string cublaslt_config_failure(const QuantizedTensor& a, const QuantizedTen
     return "cuBLASLt's block-scaled GEMM has one fixed arithmetic (hypothesis: hopper partials promoted every 128); "
            "it cannot run accumulation " +
            config.accumulation.to_string() + " with promotion " + config.promotion.to_string();
+  if (std::string why = cublaslt_format_failure(CublasLtMode::block_scaled, a.config.format, b.config.format);
+      !why.empty())
+    return why;
   if (a.config.format != b.config.format) return "cuBLASLt here takes both operands in one FP8 format";
   return cublaslt_precondition_failure(CublasLtMode::block_scaled, a.rows, b.rows, a.cols, config.output);
 }

@@ -27,8 +27,8 @@ struct WgmmaLaunchPlan {
 
 // Throws std::invalid_argument naming what does not fit: the accumulation model must be
 // hopper (the hardware's), scales A: tile:1x128 | row | tensor, B: block:BxB (B >= 128) | row |
-// tensor, N_C 32, 64 or a multiple of 128 (or never), K a multiple of 16 (TMA strides are
-// 16-byte multiples), N a multiple of 8 (the epilogue writes 8-column groups). M is free.
+// tensor, N_C 32, 64 or a multiple of 128 (or never), K positive and a multiple of 16 (TMA
+// strides are 16-byte multiples), N a multiple of 8 (the epilogue writes 8-column groups). M is free.
 WgmmaLaunchPlan plan_wgmma_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config);
 
 // ---- cuBLASLt (kernels/cuda/cublaslt_gemm.cpp) ---------------------------------------------
@@ -45,12 +45,18 @@ const char* cublaslt_mode_name(CublasLtMode mode);
 std::string cublaslt_precondition_failure(CublasLtMode mode, std::int64_t m, std::int64_t n, std::int64_t k,
                                           OutputType output);
 
+// The operands' FP8 formats for a mode: empty when cuBLASLt has that GEMM (Hopper FP8 takes
+// E4M3 x E4M3, E4M3 x E5M2 and E5M2 x E4M3; not E5M2 x E5M2), else the reason.
+std::string cublaslt_format_failure(CublasLtMode mode, Fp8Format a, Fp8Format b);
+
 // The operands' granularities for a mode: empty when they fit, else the reason.
 std::string cublaslt_operand_failure(CublasLtMode mode, const Granularity& a, const Granularity& b);
 
 // cuBLASLt's block-scaled path as a Backend GEMM: it computes one fixed arithmetic, which
 // DESIGN.md states as a hypothesis (a hopper partial per 128-K block, then promotion). The
-// configuration must be exactly that one; otherwise the reason.
+// configuration must be exactly that one, in formats cuBLASLt has (E4M3: the backend GEMM takes
+// one format for both operands, and E5M2 x E5M2 does not exist); otherwise the reason, so a
+// study skips the point instead of failing inside the GEMM.
 std::string cublaslt_config_failure(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config);
 
 }  // namespace fp8lab

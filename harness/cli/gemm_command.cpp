@@ -79,6 +79,9 @@ int run_gemm(const GemmOptionsCli& o) {
   std::mt19937_64 rng(o.seed);
   const std::vector<std::int64_t> rows = sample_without_replacement(o.sample_rows, a.rows, rng);
   const std::vector<std::int64_t> cols = sample_without_replacement(o.sample_cols, b.rows, rng);
+  if (std::string why = backend->gemm_config_failure(qa, qb, config); !why.empty())
+    throw std::invalid_argument("--backend " + o.backend + ": " + why);
+  const Backend::GemmRoute route = backend->gemm_route(qa, qb, config);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<float> out = backend->gemm_nt(qa, qb, config, {o.threads, false, rows, cols});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -93,6 +96,7 @@ int run_gemm(const GemmOptionsCli& o) {
         {"b_granularity", gb.to_string()}, {"accumulation", config.accumulation.to_string()},
         {"promotion", config.promotion.to_string()}, {"promotion_elements", plan.interval},
         {"output", o.output}, {"backend", backend->name()}, {"device", backend->device()},
+        {"gemm_backend", route.backend}, {"gemm_fallback_reason", route.fallback_reason},
         {"rows_computed", errors.rows_computed}, {"cols_computed", errors.cols_computed},
         {"seconds", seconds},
         {"quantization", error_json(errors.quantization)}, {"accumulation_error", error_json(errors.accumulation)},
@@ -106,7 +110,9 @@ int run_gemm(const GemmOptionsCli& o) {
               "%s output, %s backend\n",
               static_cast<long long>(a.rows), static_cast<long long>(b.rows), static_cast<long long>(a.cols),
               o.format.c_str(), ga.to_string().c_str(), gb.to_string().c_str(), o.scale.c_str(),
-              config.accumulation.to_string().c_str(), promotion.c_str(), o.output.c_str(), backend->name().c_str());
+              config.accumulation.to_string().c_str(), promotion.c_str(), o.output.c_str(), route.backend.c_str());
+  if (!route.fallback_reason.empty())
+    std::printf("GEMM on %s: %s\n", route.backend.c_str(), route.fallback_reason.c_str());
   std::printf("computed %lld of %lld rows x %lld of %lld columns in %.2f s; max_rel over |ref| > %.4g (1%% of RMS)\n",
               static_cast<long long>(errors.rows_computed), static_cast<long long>(a.rows),
               static_cast<long long>(errors.cols_computed), static_cast<long long>(b.rows), seconds,

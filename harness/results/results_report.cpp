@@ -15,7 +15,8 @@ namespace {
 
 // Columns that identify or describe a point rather than vary in a study.
 bool bookkeeping(const std::string& name) {
-  return name == "point_key" || name == "skip_reason" || name == "operand_source" || name == "grid_index";
+  return name == "point_key" || name == "skip_reason" || name == "operand_source" || name == "grid_index" ||
+         name == "gemm_fallback_reason";
 }
 
 bool higher_is_worse(const std::string& metric) {

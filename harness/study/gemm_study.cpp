@@ -1,6 +1,7 @@
 // Study kind "gemm": the FP8 GEMMs of a linear layer (Fprop Y = X W^T, Dgrad dX = dY W,
-// Wgrad dW = dY^T X) on synthetic operands of the layer's real shape, through the CPU
-// emulation, with the three errors of DESIGN.md section 2 as metrics.
+// Wgrad dW = dY^T X) on synthetic operands of the layer's real shape, through the selected
+// backend (--backend; auto on a Hopper GPU runs on the CPU emulation what the GPU cannot, and
+// each point records which backend ran it), with the three errors of DESIGN.md section 2 as metrics.
 //
 // Operands (documented in the results file): X is tokens x in_features from `distribution`
 // with `operands.outlier_channels` columns scaled by `operands.outlier_scale`; W is
@@ -156,8 +157,10 @@ class GemmStudy final : public StudyKind {
         {"b_tile_k", T::i64, "1", "extent of one B scale along K"},
         {"rows_computed", T::i64, "1", "output rows computed (sampled when < m)"},
         {"cols_computed", T::i64, "1", "output columns computed (sampled when < n)"},
-        {"seconds", T::f64, "s", "wall time of the emulated GEMM"},
-        {"operand_source", T::str, "", "where the operand values come from"}};
+        {"seconds", T::f64, "s", "wall time of the GEMM"},
+        {"operand_source", T::str, "", "where the operand values come from"},
+        {"gemm_backend", T::str, "", "backend that ran the GEMM (--backend auto: the CPU for what the GPU cannot run)"},
+        {"gemm_fallback_reason", T::str, "", "why the selected backend handed this GEMM on (empty when it ran it)"}};
     for (const char* e : kErrors) {
       const std::string p = e;
       c.push_back({p + "_rel_frobenius", T::f64, "1", p + " error, relative Frobenius norm"});
@@ -196,8 +199,10 @@ class GemmStudy final : public StudyKind {
     std::mt19937_64 rng(static_cast<std::uint64_t>(sample_seed_));
     const std::vector<std::int64_t> rows = sample_without_replacement(sample_rows_, s.m, rng);
     const std::vector<std::int64_t> cols = sample_without_replacement(sample_cols_, s.n, rng);
+    const GemmConfig gemm_config = config(p);
+    const Backend::GemmRoute route = backend.gemm_route(qa, qb, gemm_config);
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<float> out = backend.gemm_nt(qa, qb, config(p), {context.threads, false, rows, cols});
+    const std::vector<float> out = backend.gemm_nt(qa, qb, gemm_config, {context.threads, false, rows, cols});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const GemmErrors errors = gemm_errors(a, b, qa, qb, out, rows, cols);
 
@@ -205,6 +210,8 @@ class GemmStudy final : public StudyKind {
     row["rows_computed"] = errors.rows_computed;
     row["cols_computed"] = errors.cols_computed;
     row["seconds"] = seconds;
+    row["gemm_backend"] = route.backend;
+    row["gemm_fallback_reason"] = route.fallback_reason;
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (const auto& [name, e] : {std::pair<std::string, const ErrorWithInterval*>{"quantization", &errors.quantization},
                                   {"accumulation", &errors.accumulation},

@@ -1,6 +1,7 @@
 #include "kernels/cuda/bench_support.hpp"
 
 #include <cstdio>
+#include <exception>
 
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/float_formats_device.hpp"
@@ -35,7 +36,14 @@ void add_device_context(int argc, char** argv) {
 
 int run_gpu_benchmarks(int argc, char** argv, const std::string& counter,
                        const std::vector<fp8lab::bench::RatioPair>& pairs) {
-  if (device_count() == 0) {
+  int devices = 0;
+  try {
+    devices = device_count();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "GPU benchmarks cannot run: %s\n", e.what());
+    return 1;
+  }
+  if (devices == 0) {
     std::puts("no CUDA device: GPU benchmarks skipped");
     return 77;
   }

@@ -31,10 +31,16 @@ class L2Flush {
   DeviceArray<unsigned char> buffer_;
 };
 
+// One flush buffer for the whole run (allocated on first use, not per benchmark call).
+inline L2Flush& l2_flush() {
+  static L2Flush flush;
+  return flush;
+}
+
 // Times `op` with CUDA events after an L2 flush, once per benchmark iteration.
 template <class Op>
 void time_iterations(benchmark::State& state, Op&& op) {
-  L2Flush flush;
+  L2Flush& flush = l2_flush();
   cudaEvent_t start, stop;
   FP8LAB_CUDA_CHECK(cudaEventCreate(&start));
   FP8LAB_CUDA_CHECK(cudaEventCreate(&stop));

@@ -19,8 +19,8 @@ void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t att
 void check_problem(const CublasLtProblem& p) {
   if (std::string why = cublaslt_precondition_failure(p.mode, p.m, p.n, p.k, p.output); !why.empty())
     throw std::invalid_argument(why);
-  if (p.mode != CublasLtMode::bf16 && p.a_format == Fp8Format::e5m2 && p.b_format == Fp8Format::e5m2)
-    throw std::invalid_argument("cuBLASLt has no E5M2 x E5M2 FP8 GEMM (one operand must be E4M3)");
+  if (std::string why = cublaslt_format_failure(p.mode, p.a_format, p.b_format); !why.empty())
+    throw std::invalid_argument(why);
   if (p.a == nullptr || p.b == nullptr || p.c == nullptr) throw std::invalid_argument("cuBLASLt GEMM: null operand");
   if (p.mode != CublasLtMode::bf16) {
     if (p.a_scales == nullptr || p.b_scales == nullptr) throw std::invalid_argument("cuBLASLt FP8 GEMM: null scales");

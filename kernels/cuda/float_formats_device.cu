@@ -1,6 +1,9 @@
 // Contract: the device runs exactly kernels/formats/float_formats.hpp (RNE, satfinite or
 // nosat, canonical NaN); these kernels only apply it element-wise so tests can compare.
 #include <cuda_fp8.h>
+#include <dlfcn.h>
+
+#include <string>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_array.hpp"
@@ -38,7 +41,22 @@ __global__ void compare_with_hardware_kernel(std::uint64_t begin, unsigned long 
 
 int device_count() {
   int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaSuccess) return count;
+  if (status == cudaErrorNoDevice) return 0;
+  // The runtime says "insufficient driver" both when there is no driver at all and when the
+  // installed one is too old: only the first is a machine without a GPU.
+  if (status == cudaErrorInsufficientDriver) {
+    void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (driver == nullptr) return 0;
+    dlclose(driver);
+  }
+  int runtime = 0, driver_version = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver_version);
+  throw std::runtime_error(std::string("cudaGetDeviceCount failed: ") + cudaGetErrorName(status) + ": " +
+                           cudaGetErrorString(status) + " (CUDA runtime " + std::to_string(runtime) + ", driver " +
+                           std::to_string(driver_version) + "; a driver is installed, so this is not 'no GPU')");
 }
 
 std::vector<float> decode_all_codes_on_device(Fp8Format format) {

@@ -9,7 +9,12 @@
 
 namespace fp8lab::cuda {
 
-int device_count();  // 0 when there is no usable CUDA device or driver
+// The CUDA devices this process can use: 0 when the machine has none, that is when no NVIDIA
+// driver is installed (libcuda.so.1 cannot be loaded) or the driver reports no device
+// (cudaErrorNoDevice). Any other failure of cudaGetDeviceCount (a driver older than this
+// runtime, a stub libcuda, a driver that cannot initialize) is a broken setup, not "no GPU":
+// it throws std::runtime_error naming CUDA's error, so nothing skips silently on a GPU machine.
+int device_count();
 
 // decode<F>(code) for every code 0..255, computed on the device.
 std::vector<float> decode_all_codes_on_device(Fp8Format format);

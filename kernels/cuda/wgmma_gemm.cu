@@ -241,49 +241,65 @@ CUtensorMap operand_map(const std::uint8_t* codes, std::int64_t rows, std::int64
   return map;
 }
 
+}  // namespace
+
+struct WgmmaGemmLaunch::Prepared {
+  CUtensorMap a_map, b_map;
+  KernelParams params;
+  int grid = 0;
+  void (*launch)(const Prepared&, cudaStream_t) = nullptr;  // the kernel instance for this plan
+};
+
+namespace {
+
 template <Fp8Format kFormat, int kNc, bool kBPerColumn>
-void launch(const CUtensorMap& a_map, const CUtensorMap& b_map, const KernelParams& params, cudaStream_t stream) {
-  auto* kernel = wgmma_gemm_kernel<kFormat, kNc, kBPerColumn>;
-  FP8LAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)));
-  int device = 0, sms = 0;
-  FP8LAB_CUDA_CHECK(cudaGetDevice(&device));
-  FP8LAB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int grid = std::min(sms, params.m_blocks * params.n_blocks);
-  kernel<<<grid, kThreads, kSharedBytes, stream>>>(a_map, b_map, params);
+void launch_instance(const WgmmaGemmLaunch::Prepared& p, cudaStream_t stream) {
+  wgmma_gemm_kernel<kFormat, kNc, kBPerColumn><<<p.grid, kThreads, kSharedBytes, stream>>>(p.a_map, p.b_map, p.params);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 
+// Picks the kernel instance and raises its shared-memory limit (once per preparation, never
+// per launch).
+template <Fp8Format kFormat, int kNc, bool kBPerColumn>
+void choose_instance(WgmmaGemmLaunch::Prepared& p) {
+  FP8LAB_CUDA_CHECK(cudaFuncSetAttribute(wgmma_gemm_kernel<kFormat, kNc, kBPerColumn>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)));
+  p.launch = launch_instance<kFormat, kNc, kBPerColumn>;
+}
+
 template <Fp8Format kFormat, int kNc>
-void launch_for_b_scales(const CUtensorMap& a_map, const CUtensorMap& b_map, const KernelParams& params, bool per_column,
-                         cudaStream_t stream) {
-  if (per_column) launch<kFormat, kNc, true>(a_map, b_map, params, stream);
-  else launch<kFormat, kNc, false>(a_map, b_map, params, stream);
+void choose_for_b_scales(WgmmaGemmLaunch::Prepared& p, bool per_column) {
+  if (per_column) choose_instance<kFormat, kNc, true>(p);
+  else choose_instance<kFormat, kNc, false>(p);
 }
 
 template <Fp8Format kFormat>
-void dispatch(const CUtensorMap& a_map, const CUtensorMap& b_map, const KernelParams& params, const WgmmaLaunchPlan& plan,
-              cudaStream_t stream) {
+void choose(WgmmaGemmLaunch::Prepared& p, const WgmmaLaunchPlan& plan) {
   const bool per_column = plan.b_scale_per_column;
   switch (plan.promotion_template) {
-    case 32: return launch_for_b_scales<kFormat, 32>(a_map, b_map, params, per_column, stream);
-    case 64: return launch_for_b_scales<kFormat, 64>(a_map, b_map, params, per_column, stream);
-    case 128: return launch_for_b_scales<kFormat, 128>(a_map, b_map, params, per_column, stream);
+    case 32: return choose_for_b_scales<kFormat, 32>(p, per_column);
+    case 64: return choose_for_b_scales<kFormat, 64>(p, per_column);
+    case 128: return choose_for_b_scales<kFormat, 128>(p, per_column);
     default: throw std::invalid_argument("WGMMA kernel: promotion template " + std::to_string(plan.promotion_template));
   }
 }
 
 }  // namespace
 
-void wgmma_gemm_nt(const WgmmaGemmProblem& problem, const WgmmaLaunchPlan& plan, cudaStream_t stream) {
+WgmmaGemmLaunch::WgmmaGemmLaunch(const WgmmaGemmProblem& problem, const WgmmaLaunchPlan& plan) {
   if (problem.a == nullptr || problem.b == nullptr || problem.c == nullptr || problem.a_scales.scales == nullptr ||
       problem.b_scales.scales == nullptr)
     throw std::invalid_argument("WGMMA GEMM: null device pointer");
   if (problem.m > (1 << 30) || problem.n > (1 << 30)) throw std::invalid_argument("WGMMA GEMM: M and N must stay below 2^30");
+  if (problem.k <= 0 || plan.k_blocks <= 0)  // plan_wgmma_gemm refuses K = 0 first; this guards direct callers
+    throw std::invalid_argument("WGMMA GEMM: K must be positive (no tensor map describes an empty reduction)");
   if (reinterpret_cast<std::uintptr_t>(problem.a) % 16 != 0 || reinterpret_cast<std::uintptr_t>(problem.b) % 16 != 0)
     throw std::invalid_argument("WGMMA GEMM: TMA needs 16-byte aligned operands");
-  const CUtensorMap a_map = operand_map(problem.a, problem.m, problem.k, "A");
-  const CUtensorMap b_map = operand_map(problem.b, problem.n, problem.k, "B");
-  KernelParams params{};
+  auto p = std::make_shared<Prepared>();
+  p->a_map = operand_map(problem.a, problem.m, problem.k, "A");
+  p->b_map = operand_map(problem.b, problem.n, problem.k, "B");
+  KernelParams& params = p->params;
+  params = KernelParams{};
   params.m = static_cast<int>(problem.m);
   params.n = static_cast<int>(problem.n);
   params.m_blocks = static_cast<int>((problem.m + kWgmmaBlockM - 1) / kWgmmaBlockM);
@@ -295,8 +311,19 @@ void wgmma_gemm_nt(const WgmmaGemmProblem& problem, const WgmmaLaunchPlan& plan,
   params.b_scales = problem.b_scales;
   params.bf16_output = problem.output == OutputType::bf16;
   params.c = problem.c;
-  if (problem.format == Fp8Format::e4m3) dispatch<Fp8Format::e4m3>(a_map, b_map, params, plan, stream);
-  else dispatch<Fp8Format::e5m2>(a_map, b_map, params, plan, stream);
+  int device = 0, sms = 0;
+  FP8LAB_CUDA_CHECK(cudaGetDevice(&device));
+  FP8LAB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  p->grid = std::min(sms, params.m_blocks * params.n_blocks);
+  if (problem.format == Fp8Format::e4m3) choose<Fp8Format::e4m3>(*p, plan);
+  else choose<Fp8Format::e5m2>(*p, plan);
+  prepared_ = std::move(p);
+}
+
+void WgmmaGemmLaunch::launch(cudaStream_t stream) const { prepared_->launch(*prepared_, stream); }
+
+void wgmma_gemm_nt(const WgmmaGemmProblem& problem, const WgmmaLaunchPlan& plan, cudaStream_t stream) {
+  WgmmaGemmLaunch(problem, plan).launch(stream);
 }
 
 WgmmaKernelResources wgmma_kernel_resources() { return {kStages, kSharedBytes, kThreads}; }

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "kernels/gemm_config.hpp"
 #include "kernels/gpu_gemm_preconditions.hpp"
@@ -34,7 +35,22 @@ struct WgmmaGemmProblem {
   void* c = nullptr;  // M x N, float or __nv_bfloat16, row-major
 };
 
-// Launches on `stream` (asynchronous). plan comes from plan_wgmma_gemm on the same operands.
+// One GEMM made ready to launch: both tensor maps encoded (cuTensorMapEncodeTiled), the
+// kernel's dynamic shared-memory limit raised (cudaFuncSetAttribute) and the persistent grid
+// sized from the device's SM count, so launch() does nothing but launch: a benchmark prepares
+// once and times launch() alone. plan comes from plan_wgmma_gemm on the same operands; the
+// problem's device buffers must outlive every launch. Cheap to copy (shared, immutable).
+class WgmmaGemmLaunch {
+ public:
+  WgmmaGemmLaunch(const WgmmaGemmProblem& problem, const WgmmaLaunchPlan& plan);
+  void launch(cudaStream_t stream) const;  // asynchronous on `stream`
+  struct Prepared;  // defined in wgmma_gemm.cu
+
+ private:
+  std::shared_ptr<const Prepared> prepared_;
+};
+
+// Prepares and launches on `stream` (asynchronous): WgmmaGemmLaunch(problem, plan).launch(stream).
 void wgmma_gemm_nt(const WgmmaGemmProblem& problem, const WgmmaLaunchPlan& plan, cudaStream_t stream);
 
 // The kernel's shared memory per CTA and pipeline depth, for the resource report.

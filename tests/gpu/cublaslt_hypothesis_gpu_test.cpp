@@ -129,10 +129,11 @@ TEST_CASE("gpu: cuBLASLt block-scaled FP8 against the candidate arithmetics") {
       if (c.name.find("[DESIGN hypothesis]") != std::string::npos && c.hopper_partials) hypothesis = r;
       best = std::min(best, r.mismatches);
     }
-    SECTION("some candidate matches exactly: " + set.name) { CHECK(best == 0); }
-    SECTION("DESIGN's hypothesis holds: " + set.name) {
-      INFO(hypothesis.mismatches << " of " << hypothesis.count << " differ, max " << hypothesis.max_ulp << " ULP");
-      CHECK(hypothesis.mismatches == 0);
-    }
+    // Plain checks, not SECTIONs: Catch2 reruns a test case's whole body once per leaf
+    // section, which here would redo every GEMM and write every finding once per section.
+    INFO(set.name << ": DESIGN's hypothesis: " << hypothesis.mismatches << " of " << hypothesis.count
+                  << " differ, max " << hypothesis.max_ulp << " ULP; best candidate " << best << " mismatches");
+    CHECK(best == 0);                       // some candidate matches exactly
+    CHECK(hypothesis.mismatches == 0);      // DESIGN's hypothesis holds
   }
 }

@@ -8,8 +8,9 @@ using namespace fp8lab;
 
 namespace {
 
-QuantizedTensor operand(std::int64_t rows, std::int64_t cols, const char* granularity) {
-  return make_quantized_tensor(rows, cols, {Fp8Format::e4m3, Granularity::parse(granularity), ScaleRule::fp32});
+QuantizedTensor operand(std::int64_t rows, std::int64_t cols, const char* granularity,
+                        Fp8Format format = Fp8Format::e4m3) {
+  return make_quantized_tensor(rows, cols, {format, Granularity::parse(granularity), ScaleRule::fp32});
 }
 
 GemmConfig config_with(const char* promotion, const char* model = "hopper") {
@@ -71,6 +72,26 @@ TEST_CASE("wgmma plan: refusals name the reason") {
   CHECK(refuses(a, b, config_with("256"), "does not divide"));  // plan_gemm's own refusal passes through
 }
 
+TEST_CASE("wgmma plan: K = 0 is refused before any tensor map is encoded") {
+  // plan_gemm accepts K = 0 (the emulation gives zeros); the kernel cannot describe it to TMA.
+  for (const char* ga : {"tile:1x128", "row", "tensor"}) {
+    INFO("A " << ga);
+    const QuantizedTensor a = operand(64, 0, ga), b = operand(64, 0, "tensor");
+    CHECK_NOTHROW(plan_gemm(a, b, config_with("128")));
+    CHECK(refuses(a, b, config_with("128"), "K = 0"));
+    CHECK(refuses(a, b, config_with("never"), "K = 0"));
+  }
+}
+
+TEST_CASE("wgmma plan: both formats, M and N free of the tile size") {
+  for (Fp8Format f : {Fp8Format::e4m3, Fp8Format::e5m2}) {
+    const WgmmaLaunchPlan p =
+        plan_wgmma_gemm(operand(1, 48, "tensor", f), operand(8, 48, "tensor", f), config_with("never"));
+    CHECK(p.k_blocks == 1);
+    CHECK(p.k_instructions == 2);  // 48 elements: one full and one partial instruction
+  }
+}
+
 TEST_CASE("cuBLASLt preconditions: shapes, alignment and operands") {
   CHECK(cublaslt_precondition_failure(CublasLtMode::block_scaled, 4096, 2112, 7168, OutputType::bf16).empty());
   CHECK(cublaslt_precondition_failure(CublasLtMode::bf16, 128, 7168, 16384, OutputType::fp32).empty());
@@ -99,4 +120,17 @@ TEST_CASE("cuBLASLt as a backend GEMM: only the arithmetic it is hypothesised to
   CHECK_THAT(cublaslt_config_failure(a, b, config_with("64")), Catch::Contains("one fixed arithmetic"));
   CHECK_THAT(cublaslt_config_failure(a, b, config_with("128", "fp32")), Catch::Contains("one fixed arithmetic"));
   CHECK_THAT(cublaslt_config_failure(operand(64, 256, "row"), b, config_with("128")), Catch::Contains("tile:1x128"));
+}
+
+TEST_CASE("cuBLASLt formats: E5M2 x E5M2 is refused up front (it would throw inside the GEMM)") {
+  using F = Fp8Format;
+  CHECK(cublaslt_format_failure(CublasLtMode::block_scaled, F::e4m3, F::e4m3).empty());
+  CHECK(cublaslt_format_failure(CublasLtMode::block_scaled, F::e4m3, F::e5m2).empty());
+  CHECK(cublaslt_format_failure(CublasLtMode::per_tensor, F::e5m2, F::e4m3).empty());
+  CHECK_THAT(cublaslt_format_failure(CublasLtMode::block_scaled, F::e5m2, F::e5m2), Catch::Contains("no E5M2 x E5M2"));
+  CHECK_THAT(cublaslt_format_failure(CublasLtMode::per_tensor, F::e5m2, F::e5m2), Catch::Contains("no E5M2 x E5M2"));
+  CHECK(cublaslt_format_failure(CublasLtMode::bf16, F::e5m2, F::e5m2).empty());  // formats unused there
+  // As a backend GEMM: the point a study would otherwise lose to an exception is a skip with a reason.
+  const QuantizedTensor a = operand(64, 256, "tile:1x128", F::e5m2), b = operand(64, 256, "block:128x128", F::e5m2);
+  CHECK_THAT(cublaslt_config_failure(a, b, config_with("128")), Catch::Contains("no E5M2 x E5M2"));
 }
