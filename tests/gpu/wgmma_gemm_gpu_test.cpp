@@ -58,19 +58,15 @@ std::vector<float> run_on_gpu(const QuantizedTensor& a, const QuantizedTensor& b
   return cuda::wgmma_gemm_nt_host(a, b, config, {}, ledger);
 }
 
-// The GPU output against the emulation under each zero-exponent convention this build can
-// express (nullopt: cannot), each recorded as a finding.
-std::map<std::string, std::optional<BitwiseComparison>> compare_under_conventions(
+// The GPU output against the emulation under each zero-exponent convention, each recorded as
+// a finding.
+std::map<std::string, BitwiseComparison> compare_under_conventions(
     const std::vector<float>& gpu, const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
     const std::string& test, const std::string& which) {
-  std::map<std::string, std::optional<BitwiseComparison>> by_convention;
+  std::map<std::string, BitwiseComparison> by_convention;
   for (const test::ZeroConvention& convention : test::zero_exponent_conventions()) {
-    if (!convention.model) {
-      by_convention[convention.name] = std::nullopt;
-      continue;
-    }
     GemmConfig cpu_config = config;
-    cpu_config.accumulation = *convention.model;
+    cpu_config.accumulation = convention.model;
     const BitwiseComparison r = compare_bitwise(gpu, cpu::gemm_nt(a, b, cpu_config));
     test::record_finding(test, which + " | zero exponent " + convention.name, r);
     by_convention[convention.name] = r;
@@ -119,7 +115,6 @@ TEST_CASE("gpu: WGMMA kernel equals the CPU hopper emulation bit for bit") {
     CHECK(output_tiles(c) > sms);  // otherwise these cases do not test what they claim
   }
   std::map<std::string, std::size_t> total_mismatches;  // per convention, over every case
-  std::set<std::string> unavailable;
   std::mt19937_64 rng(20261121);
   for (Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2})
     for (OutputType output : {OutputType::fp32, OutputType::bf16})
@@ -134,14 +129,10 @@ TEST_CASE("gpu: WGMMA kernel equals the CPU hopper emulation bit for bit") {
         std::size_t best = SIZE_MAX;
         std::string counts;
         for (const auto& [name, r] : compare_under_conventions(gpu, a, b, config, "wgmma vs cpu hopper", which)) {
-          if (!r) {
-            unavailable.insert(name);
-            continue;
-          }
-          total_mismatches[name] += r->mismatches;
-          best = std::min(best, r->mismatches);
-          counts += " " + name + ": " + std::to_string(r->mismatches) + " of " + std::to_string(r->count) + " differ, max " +
-                    std::to_string(r->max_ulp) + " ULP;";
+          total_mismatches[name] += r.mismatches;
+          best = std::min(best, r.mismatches);
+          counts += " " + name + ": " + std::to_string(r.mismatches) + " of " + std::to_string(r.count) + " differ, max " +
+                    std::to_string(r.max_ulp) + " ULP;";
         }
         INFO(which << ":" << counts);
         CHECK(best == 0);  // the kernel equals the emulation under at least one convention
@@ -152,7 +143,6 @@ TEST_CASE("gpu: WGMMA kernel equals the CPU hopper emulation bit for bit") {
     if (mismatches == 0) verdict += (verdict.empty() ? "" : " and ") + name;
   std::string note;
   for (const auto& [name, mismatches] : total_mismatches) note += name + ": " + std::to_string(mismatches) + " mismatches; ";
-  for (const std::string& name : unavailable) note += name + ": not expressible in this build's model; ";
   test::record_finding("wgmma vs cpu hopper", "verdict: zero exponent convention matched on every case",
                        BitwiseComparison{}, (verdict.empty() ? std::string("neither") : verdict) + " (" + note + ")");
   INFO("mismatches over all cases per convention: " << note);
@@ -176,10 +166,9 @@ TEST_CASE("gpu: WGMMA exact control, codes in {0, +-1, +-2}: equal under every c
       config.promotion = PromotionInterval::parse(c.promotion);
       const std::vector<float> gpu = run_on_gpu(a, b, config);
       for (const auto& [name, r] : compare_under_conventions(gpu, a, b, config, "wgmma exact control", which)) {
-        if (!r) continue;
-        INFO(which << ", zero exponent " << name << ": " << r->mismatches << " of " << r->count << " differ, max "
-                   << r->max_ulp << " ULP (a kernel bug: no partial here depends on the model)");
-        CHECK(r->mismatches == 0);
+        INFO(which << ", zero exponent " << name << ": " << r.mismatches << " of " << r.count << " differ, max "
+                   << r.max_ulp << " ULP (a kernel bug: no partial here depends on the model)");
+        CHECK(r.mismatches == 0);
       }
     }
 }
@@ -201,10 +190,9 @@ TEST_CASE("gpu: WGMMA zero exponent, the crafted cases that decide the conventio
     r.count = 1;
     r.mismatches = answer == "neither" ? 1 : 0;
     test::record_finding("wgmma zero exponent crafted", c.name, r, note);
-    // The emulation under each convention it can express gives that convention's bits here.
+    // The emulation under each convention gives that convention's bits here.
     for (const test::ZeroConvention& convention : test::zero_exponent_conventions()) {
-      if (!convention.model) continue;
-      const std::vector<float> cpu = cpu::gemm_nt(c.a, c.b, test::crafted_zero_case_config(*convention.model));
+      const std::vector<float> cpu = cpu::gemm_nt(c.a, c.b, test::crafted_zero_case_config(convention.model));
       CHECK(float_bits(cpu[0]) == (convention.name == "min" ? c.min_bits : c.none_bits));
     }
     INFO(c.name << ": " << note);

@@ -4,17 +4,11 @@
 //   min   a zero is a subnormal with the format's minimum exponent (-6 E4M3, -14 E5M2), so a
 //         product 0 x large can raise the alignment exponent E and truncate the other terms;
 //   none  a zero gets exponent -126 (MMA-Sim), so a zero product never raises E.
-// The CPU model names the convention in AccumulationModel::zero_exponent (values min and none).
-// hopper_with_zero_exponent builds the hopper model under either one. It detects the field at
-// compile time: where AccumulationModel has no zero_exponent, the emulation is the `min`
-// convention (zeros are unpacked with the format's minimum exponent, kernels/cpu/gemm_packing.cpp),
-// so `min` is plain hopper() and `none` does not exist (std::nullopt; tests report it as not
-// available). Once the field exists, both conventions are built and compared, with no edit here.
+// The CPU model names the convention in AccumulationModel::zero_exponent (kernels/gemm_config.hpp).
 //
 // The crafted cases below are the smallest inputs whose FP32 result differs between the two
 // conventions; run on the tensor cores they decide which one the silicon follows.
 #include <cstdint>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -27,26 +21,16 @@
 
 namespace fp8lab::test {
 
-template <class Model = AccumulationModel>
-std::optional<Model> hopper_with_zero_exponent(bool none) {
-  if constexpr (requires(Model m) { m.zero_exponent; }) {
-    using Convention = std::remove_cvref_t<decltype(std::declval<Model&>().zero_exponent)>;
-    Model model = Model::hopper();
-    model.zero_exponent = none ? Convention::none : Convention::min;
-    return model;
-  } else {
-    if (none) return std::nullopt;
-    return Model::hopper();
-  }
-}
-
 struct ZeroConvention {
-  std::string name;                        // "min" or "none"
-  std::optional<AccumulationModel> model;  // nullopt: this build's model cannot express it
+  std::string name;  // "min" or "none"
+  AccumulationModel model;
 };
 
 inline std::vector<ZeroConvention> zero_exponent_conventions() {
-  return {{"min", hopper_with_zero_exponent(false)}, {"none", hopper_with_zero_exponent(true)}};
+  AccumulationModel min = AccumulationModel::hopper(), none = AccumulationModel::hopper();
+  min.zero_exponent = AccumulationModel::ZeroExponent::min;
+  none.zero_exponent = AccumulationModel::ZeroExponent::none;
+  return {{"min", min}, {"none", none}};
 }
 
 // One crafted GEMM: A is 1 x K, B is 8 x K (N = 8, the WGMMA kernel's smallest N), per-tensor
