@@ -19,12 +19,12 @@ bool bookkeeping(const std::string& name) {
 }
 
 bool higher_is_worse(const std::string& metric) {
-  for (const char* suffix : {"_rel_frobenius", "_deepgemm_diff", "_max_abs", "_max_rel"})
+  for (const char* suffix : {"_rel_frobenius", "_deepgemm_diff", "_max_abs", "_max_rel", "_one_minus_cosine"})
     if (metric.ends_with(suffix)) return true;
   return false;
 }
 
-bool lower_is_worse(const std::string& metric) { return metric.ends_with("_sqnr_db") || metric.ends_with("_cosine"); }
+bool lower_is_worse(const std::string& metric) { return metric.ends_with("_sqnr_db"); }
 
 std::string format_number(double v) {
   char text[32];
@@ -155,6 +155,17 @@ std::string report_table(const std::filesystem::path& file, std::vector<std::str
 std::string Comparison::table() const {
   std::string out = "compared " + std::to_string(points) + " points x " + std::to_string(metrics) + " metrics: " +
                     std::to_string(worse.size()) + " worse\n";
+  const auto join = [](const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  if (!missing_columns.empty())
+    out += "the baseline's columns " + join(missing_columns) +
+           " are not in NEW (renamed or removed?): they cannot be compared; regenerate the baseline if the change is "
+           "intended\n";
+  if (!new_columns.empty())
+    out += "NEW has columns the baseline lacks, not compared: " + join(new_columns) + "\n";
   if (!worse.empty()) {
     char header[256];
     std::snprintf(header, sizeof header, "%-28s %12s %12s %9s  %s\n", "metric", "baseline", "new", "change", "point");
@@ -179,9 +190,23 @@ Comparison compare_results(const std::filesystem::path& baseline, const std::fil
                   key.c_str());
     return std::string(text);
   };
+  // A column of the baseline that NEW lacks (renamed or removed) cannot be checked: that fails
+  // the comparison, with the column named, until the baseline is regenerated.
+  std::set<std::string> next_columns;
+  for (const ColumnDef& col : next.columns()) next_columns.insert(col.name);
+  std::set<std::string> base_columns;
   std::vector<std::string> metric_names;
-  for (const ColumnDef& col : base.columns())
-    if (col.type == ColumnDef::Type::f64 && (higher_is_worse(col.name) || lower_is_worse(col.name))) metric_names.push_back(col.name);
+  for (const ColumnDef& col : base.columns()) {
+    base_columns.insert(col.name);
+    if (!next_columns.contains(col.name)) {
+      c.missing_columns.push_back(col.name);
+      c.worse.push_back(line("(column) " + col.name, "present", "missing", "", "all points"));
+    } else if (col.type == ColumnDef::Type::f64 && (higher_is_worse(col.name) || lower_is_worse(col.name))) {
+      metric_names.push_back(col.name);
+    }
+  }
+  for (const ColumnDef& col : next.columns())
+    if (!base_columns.contains(col.name)) c.new_columns.push_back(col.name);
   c.metrics = metric_names.size();
   for (std::size_t i = 0; i < base_keys.size(); ++i) {
     const auto it = next_index.find(base_keys[i]);

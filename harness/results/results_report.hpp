@@ -16,11 +16,14 @@ std::string report_table(const std::filesystem::path& file, std::vector<std::str
 struct Comparison {
   std::size_t points = 0, metrics = 0;
   std::vector<std::string> worse;  // one formatted table line per regression
+  std::vector<std::string> missing_columns;  // in the baseline, not in NEW (each also a line of `worse`)
+  std::vector<std::string> new_columns;      // in NEW, not in the baseline (not compared)
   std::string table() const;
 };
 
-// Matches points by key. A metric got worse when an error grew by more than rtol
-// (relative), SQNR or cosine fell by more, a point is missing from NEW, or its status changed.
+// Matches points by key. A metric got worse when an error (1 - cosine included) grew by more
+// than rtol (relative), SQNR fell by more, a point is missing from NEW, its status changed, or
+// a column of the baseline is missing from NEW.
 Comparison compare_results(const std::filesystem::path& baseline, const std::filesystem::path& candidate, double rtol);
 
 // Writes `out` (must not exist) with every row of the shards, in grid order, duplicates

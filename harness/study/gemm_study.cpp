@@ -167,7 +167,7 @@ class GemmStudy final : public StudyKind {
       c.push_back({p + "_deepgemm_diff", T::f64, "1", p + " error, DeepGEMM diff"});
       c.push_back({p + "_max_abs", T::f64, "1", p + " error, max absolute"});
       c.push_back({p + "_max_rel", T::f64, "1", p + " error, max relative over |ref| > 1% of RMS"});
-      c.push_back({p + "_cosine", T::f64, "1", p + " cosine similarity"});
+      c.push_back({p + "_one_minus_cosine", T::f64, "1", p + " error, 1 - cosine similarity"});
     }
     return c;
   }
@@ -216,7 +216,7 @@ class GemmStudy final : public StudyKind {
       row[name + "_deepgemm_diff"] = e->metrics.deepgemm_diff;
       row[name + "_max_abs"] = e->metrics.max_abs;
       row[name + "_max_rel"] = e->metrics.max_rel;
-      row[name + "_cosine"] = e->metrics.cosine;
+      row[name + "_one_minus_cosine"] = e->metrics.one_minus_cosine;
     }
     return row;
   }

@@ -73,7 +73,7 @@ assert r["format"] == "e5m2" and r["shape"] == [256, 1000] and r["backend"] == "
 assert [g["granularity"] for g in r["results"]] == ["tensor", "tile:1x128"]
 for g in r["results"]:
     m = g["metrics"]
-    for key in ["rel_frobenius", "sqnr_db", "deepgemm_diff", "max_abs", "max_rel", "cosine", "rel_floor"]:
+    for key in ["rel_frobenius", "sqnr_db", "deepgemm_diff", "max_abs", "max_rel", "one_minus_cosine", "rel_floor"]:
         assert math.isfinite(m[key]), key
     assert 0 < m["rel_frobenius"] < 0.2 and m["count"] == 256000
 PY
