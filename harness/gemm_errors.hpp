@@ -1,5 +1,6 @@
 #pragma once
-// The three errors of a quantized GEMM (DESIGN.md section 2), against Eigen FP64 GEMMs:
+// The three errors of a quantized GEMM (DESIGN.md section 2), against FP64 GEMMs summed in the
+// fixed order of reference/fp64_dot_ref.hpp (the same bits on every x86-64 machine):
 //   quantization  FP64 GEMM of the dequantized operands  vs FP64 GEMM of the originals
 //   accumulation  the backend's output                    vs FP64 GEMM of the dequantized operands
 //   total         the backend's output                    vs FP64 GEMM of the originals
