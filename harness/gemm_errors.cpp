@@ -125,9 +125,9 @@ GemmErrors gemm_errors(std::span<const float> a, std::span<const float> b, const
   for (Eigen::Index i = 0; i < backend.rows(); ++i)
     for (Eigen::Index j = 0; j < backend.cols(); ++j)
       backend(i, j) = out[static_cast<std::size_t>(i * backend.cols() + j)];
-  const double floor =
-      0.01 * root_mean_square(std::span<const double>(original.data(), static_cast<std::size_t>(original.size())));
   GemmErrors g;
+  g.reference_rms = root_mean_square(std::span<const double>(original.data(), static_cast<std::size_t>(original.size())));
+  const double floor = 0.01 * g.reference_rms;
   g.rows_computed = static_cast<std::int64_t>(r.size());
   g.rows_total = qa.rows;
   g.cols_computed = static_cast<std::int64_t>(c.size());

@@ -26,6 +26,10 @@ case_help() {
                 --output --out --sample-rows --sample-cols --json; do
     grep -qF -- "$option" "$work/out" || fail "gemm --help does not explain $option"
   done
+  expect_exit 0 "$fp8lab" compare --help
+  for text in --rtol --floor-scale "noise floor" "*_rel_frobenius" "*_max_rel" "eta = 4 sqrt(K)"; do
+    grep -qF -- "$text" "$work/out" || fail "compare --help does not explain '$text'"
+  done
   expect_exit 2 "$fp8lab" quantize
   expect_exit 2 "$fp8lab" frobnicate
 }
