@@ -48,24 +48,38 @@ ErrorWithInterval compare(const Eigen::MatrixXd& y, const Eigen::MatrixXd& r, do
                             std::span<const double>(rr.data(), static_cast<std::size_t>(rr.size())), floor);
   e.sampled = y.rows() < rows_total;
   if (!e.sampled) return e;
+  // Per-row sums, each on values scaled by a power of two as error_metrics scales them (exact),
+  // so that neither a square nor ratio_interval's squares of the row sums can overflow; the
+  // ratio estimator is homogeneous, so its interval is scaled back exactly. Both ratios are
+  // of non-negative sums: err2 / both2 is DeepGEMM's diff without its cancellation.
+  double max_y = 0, max_r = 0;
+  for (Eigen::Index i = 0; i < yr.size(); ++i) {
+    max_y = std::max(max_y, std::fabs(yr.data()[i]));
+    max_r = std::max(max_r, std::fabs(rr.data()[i]));
+  }
+  const int p_e = magnitude_exponent(e.metrics.max_abs), p_r = magnitude_exponent(max_r),
+            p = magnitude_exponent(std::max(max_y, max_r));
+  const double s_e = std::ldexp(1.0, -p_e), s_r = std::ldexp(1.0, -p_r), s = std::ldexp(1.0, -p);
   std::vector<double> err2, ref2, both2;
   for (Eigen::Index i = 0; i < y.rows(); ++i) {
     double a = 0, b = 0, c = 0;
     for (Eigen::Index j = 0; j < y.cols(); ++j) {
-      const double d = yr(i, j) - rr(i, j);
+      const double d = (yr(i, j) - rr(i, j)) * s_e, rs = rr(i, j) * s_r, yb = yr(i, j) * s, rb = rr(i, j) * s;
       a += d * d;
-      b += rr(i, j) * rr(i, j);
-      c += yr(i, j) * yr(i, j) + rr(i, j) * rr(i, j);
+      b += rs * rs;
+      c += yb * yb + rb * rb;
     }
     err2.push_back(a);
     ref2.push_back(b);
     both2.push_back(c);
   }
-  const Interval95 r2 = ratio_interval(err2, ref2, rows_total);
-  e.rel_frobenius = {std::sqrt(r2.low), std::sqrt(r2.high)};
+  const Interval95 r2 = ratio_interval(err2, ref2, rows_total);  // in units of 2^(2 (p_e - p_r))
+  e.rel_frobenius = {std::ldexp(std::sqrt(r2.low), p_e - p_r), std::ldexp(std::sqrt(r2.high), p_e - p_r)};
   const double inf = std::numeric_limits<double>::infinity();
-  e.sqnr_db = {r2.high > 0 ? -10.0 * std::log10(r2.high) : inf, r2.low > 0 ? -10.0 * std::log10(r2.low) : inf};
-  e.deepgemm_diff = ratio_interval(err2, both2, rows_total);
+  const auto db = [&](double x) { return -10.0 * std::log10(std::ldexp(x, 2 * (p_e - p_r))); };
+  e.sqnr_db = {r2.high > 0 ? db(r2.high) : inf, r2.low > 0 ? db(r2.low) : inf};
+  const Interval95 d = ratio_interval(err2, both2, rows_total);  // in units of 2^(2 (p_e - p))
+  e.deepgemm_diff = {std::ldexp(d.low, 2 * (p_e - p)), std::ldexp(d.high, 2 * (p_e - p))};
   return e;
 }
 
@@ -111,8 +125,9 @@ GemmErrors gemm_errors(std::span<const float> a, std::span<const float> b, const
   for (Eigen::Index i = 0; i < backend.rows(); ++i)
     for (Eigen::Index j = 0; j < backend.cols(); ++j)
       backend(i, j) = out[static_cast<std::size_t>(i * backend.cols() + j)];
-  const double floor = 0.01 * std::sqrt(original.squaredNorm() / static_cast<double>(std::max<Eigen::Index>(1, original.size())));
   GemmErrors g;
+  g.reference_rms = root_mean_square(std::span<const double>(original.data(), static_cast<std::size_t>(original.size())));
+  const double floor = 0.01 * g.reference_rms;
   g.rows_computed = static_cast<std::int64_t>(r.size());
   g.rows_total = qa.rows;
   g.cols_computed = static_cast<std::int64_t>(c.size());

@@ -1,5 +1,6 @@
 #pragma once
-// The three errors of a quantized GEMM (DESIGN.md section 2), against Eigen FP64 GEMMs:
+// The three errors of a quantized GEMM (DESIGN.md section 2), against FP64 GEMMs summed in the
+// fixed order of reference/fp64_dot_ref.hpp (the same bits on every x86-64 machine):
 //   quantization  FP64 GEMM of the dequantized operands  vs FP64 GEMM of the originals
 //   accumulation  the backend's output                    vs FP64 GEMM of the dequantized operands
 //   total         the backend's output                    vs FP64 GEMM of the originals
@@ -34,11 +35,12 @@ struct ErrorWithInterval {
 struct GemmErrors {
   ErrorWithInterval quantization, accumulation, total;
   std::int64_t rows_computed = 0, rows_total = 0, cols_computed = 0, cols_total = 0;
+  double reference_rms = 0;  // RMS of the FP64 reference of the originals over the computed outputs
 };
 
 // a: M x K and b: N x K originals (row-major FP32); qa, qb their quantizations; out the
 // backend's |rows| x |cols| result for the given selections (empty = all).
-// max_rel's floor is 1% of the RMS of the FP64 reference of the originals.
+// max_rel's floor is 1% of reference_rms.
 GemmErrors gemm_errors(std::span<const float> a, std::span<const float> b, const QuantizedTensor& qa,
                        const QuantizedTensor& qb, std::span<const float> out, const std::vector<std::int64_t>& rows,
                        const std::vector<std::int64_t>& cols);

@@ -171,6 +171,4 @@ Eigen::MatrixXd dequantize_fp64(const Fp8OperandRef& operand) {
   return out;
 }
 
-Eigen::MatrixXd gemm_fp64(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) { return a * b.transpose(); }
-
 }  // namespace fp8lab::ref

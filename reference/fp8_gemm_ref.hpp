@@ -6,11 +6,13 @@
 //    taken apart into sign, integer significand and exponent, every aligned term is an
 //    integer shift, the sum is an int64. It shares no code with kernels/ (which uses FP32
 //    conversions instead), so agreement to the bit is evidence about both.
-// 2. gemm_fp64: the Eigen FP64 GEMM, for the quantization / accumulation / total errors.
+// 2. gemm_fp64 (reference/fp64_dot_ref.hpp): the FP64 GEMM in a fixed summation order, for
+//    the quantization / accumulation / total errors.
 #include <Eigen/Dense>
 #include <cstdint>
 
 #include "reference/float_formats_ref.hpp"
+#include "reference/fp64_dot_ref.hpp"
 #include "reference/quantize_ref.hpp"
 
 namespace fp8lab::ref {
@@ -39,8 +41,5 @@ Eigen::MatrixXf fp8_gemm_model_ref(const Fp8OperandRef& a, const Fp8OperandRef& 
 
 // The operand's exact values q * sf in FP64.
 Eigen::MatrixXd dequantize_fp64(const Fp8OperandRef& operand);
-
-// a (M x K) times b (N x K) transposed, in FP64.
-Eigen::MatrixXd gemm_fp64(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b);
 
 }  // namespace fp8lab::ref

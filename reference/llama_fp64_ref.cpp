@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "reference/fp64_dot_ref.hpp"
+
 namespace fp8lab::ref {
 namespace {
 
@@ -10,11 +12,25 @@ using Matrix = Eigen::MatrixXd;
 using Vector = Eigen::VectorXd;
 constexpr double kEps = 1e-5, kTheta = 10000.0;
 
+// Every reduction runs in the fixed FP64 order of reference/fp64_dot_ref.hpp (Eigen's own
+// products, sums and vectorized exp give ISA-dependent bits): x y^T, x y, x^T y.
+Matrix mul_nt(const Matrix& x, const Matrix& y) { return gemm_fp64(x, y); }
+Matrix mul_nn(const Matrix& x, const Matrix& y) { return gemm_fp64(x, y.transpose()); }
+Matrix mul_tn(const Matrix& x, const Matrix& y) { return gemm_fp64(x.transpose(), y.transpose()); }
+double squared_norm(const Vector& v) { return dot_fp64(v, v); }
+
+// exp(v - top), element by element with std::exp.
+Eigen::RowVectorXd exp_minus(const Eigen::RowVectorXd& v, double top) {
+  Eigen::RowVectorXd e(v.size());
+  for (Eigen::Index i = 0; i < v.size(); ++i) e(i) = std::exp(v(i) - top);
+  return e;
+}
+
 // y = x * g / sqrt(mean(x^2) + eps), row by row.
 Matrix rmsnorm(const Matrix& x, const Vector& g) {
   Matrix y(x.rows(), x.cols());
   for (Eigen::Index t = 0; t < x.rows(); ++t) {
-    const double r = 1.0 / std::sqrt(x.row(t).squaredNorm() / static_cast<double>(x.cols()) + kEps);
+    const double r = 1.0 / std::sqrt(squared_norm(x.row(t).transpose()) / static_cast<double>(x.cols()) + kEps);
     y.row(t) = x.row(t).cwiseProduct(g.transpose()) * r;
   }
   return y;
@@ -25,10 +41,10 @@ Matrix rmsnorm_backward(const Matrix& x, const Vector& g, const Matrix& dy, Vect
   Matrix dx(x.rows(), x.cols());
   const double d = static_cast<double>(x.cols());
   for (Eigen::Index t = 0; t < x.rows(); ++t) {
-    const double r = 1.0 / std::sqrt(x.row(t).squaredNorm() / d + kEps);
+    const double r = 1.0 / std::sqrt(squared_norm(x.row(t).transpose()) / d + kEps);
     const Eigen::RowVectorXd gdy = dy.row(t).cwiseProduct(g.transpose());
     dg += (dy.row(t).cwiseProduct(x.row(t)) * r).transpose();
-    dx.row(t) = gdy * r - x.row(t) * (r * r * r / d * gdy.dot(x.row(t)));
+    dx.row(t) = gdy * r - x.row(t) * (r * r * r / d * dot_fp64(gdy.transpose(), x.row(t).transpose()));
   }
   return dx;
 }
@@ -73,33 +89,33 @@ Forward run_forward(const LlamaModel& m, const std::vector<int>& tokens) {
     LayerCache c;
     c.x_in = x;
     c.a = rmsnorm(x, m.rms_att[l]);
-    c.q = rope(c.a * m.wq[l].transpose(), hs, 1.0);
-    c.k = rope(c.a * m.wk[l].transpose(), hs, 1.0);
-    c.v = c.a * m.wv[l].transpose();
+    c.q = rope(mul_nt(c.a, m.wq[l]), hs, 1.0);
+    c.k = rope(mul_nt(c.a, m.wk[l]), hs, 1.0);
+    c.v = mul_nt(c.a, m.wv[l]);
     c.o = Matrix::Zero(T, m.dim);
     for (int h = 0; h < m.heads; ++h) {
       const int kv = h / group;
-      Matrix s = c.q.middleCols(h * hs, hs) * c.k.middleCols(kv * hs, hs).transpose() * inv_sqrt_hs;
+      Matrix s = mul_nt(c.q.middleCols(h * hs, hs), c.k.middleCols(kv * hs, hs)) * inv_sqrt_hs;
       for (Eigen::Index t = 0; t < T; ++t) {
         for (Eigen::Index u = t + 1; u < T; ++u) s(t, u) = -std::numeric_limits<double>::infinity();
         const double top = s.row(t).maxCoeff();
-        s.row(t) = (s.row(t).array() - top).exp();
-        s.row(t) /= s.row(t).sum();
+        s.row(t) = exp_minus(s.row(t), top);
+        s.row(t) /= sum_fp64(s.row(t).transpose());
       }
-      c.o.middleCols(h * hs, hs) = s * c.v.middleCols(kv * hs, hs);
+      c.o.middleCols(h * hs, hs) = mul_nn(s, c.v.middleCols(kv * hs, hs));
       c.p.push_back(std::move(s));
     }
-    c.x_mid = x + c.o * m.wo[l].transpose();
+    c.x_mid = x + mul_nt(c.o, m.wo[l]);
     c.b = rmsnorm(c.x_mid, m.rms_ffn[l]);
-    c.h1 = c.b * m.w1[l].transpose();
-    c.h3 = c.b * m.w3[l].transpose();
+    c.h1 = mul_nt(c.b, m.w1[l]);
+    c.h3 = mul_nt(c.b, m.w3[l]);
     c.g = c.h1.unaryExpr(&silu).cwiseProduct(c.h3);
-    x = c.x_mid + c.g * m.w2[l].transpose();
+    x = c.x_mid + mul_nt(c.g, m.w2[l]);
     f.layers.push_back(std::move(c));
   }
   f.x_last = x;
   f.final_norm = rmsnorm(x, m.rms_final);
-  f.logits = f.final_norm * m.embedding.transpose();
+  f.logits = mul_nt(f.final_norm, m.embedding);
   return f;
 }
 
@@ -121,8 +137,8 @@ Matrix cross_entropy_grad(const Matrix& logits, const std::vector<int>& tokens, 
   loss = 0;
   for (Eigen::Index t = 0; t + 1 < T; ++t) {
     const double top = logits.row(t).maxCoeff();
-    const Eigen::RowVectorXd e = (logits.row(t).array() - top).exp();
-    const double z = e.sum();
+    const Eigen::RowVectorXd e = exp_minus(logits.row(t), top);
+    const double z = sum_fp64(e.transpose());
     const int next = tokens[static_cast<std::size_t>(t + 1)];
     loss += -(logits(t, next) - top - std::log(z));
     d.row(t) = e / z;
@@ -166,43 +182,43 @@ LlamaBackward llama_backward(const LlamaModel& m, const std::vector<int>& tokens
 
   const Matrix dlogits = cross_entropy_grad(f.logits, tokens, out.loss);
   out.linears.push_back({"classifier", f.final_norm, m.embedding, dlogits});
-  g.embedding += dlogits.transpose() * f.final_norm;
-  Matrix dx = rmsnorm_backward(f.x_last, m.rms_final, dlogits * m.embedding, g.rms_final);
+  g.embedding += mul_tn(dlogits, f.final_norm);
+  Matrix dx = rmsnorm_backward(f.x_last, m.rms_final, mul_nn(dlogits, m.embedding), g.rms_final);
 
   for (int l = m.layers - 1; l >= 0; --l) {
     const LayerCache& c = f.layers[static_cast<std::size_t>(l)];
     const std::string prefix = "L" + std::to_string(l) + ".";
     out.linears.push_back({prefix + "w2", c.g, m.w2[l], dx});  // dx is dLoss/d(layer output) here
     // Feed-forward: x = x_mid + (silu(h1) * h3) W2^T with h1 = b W1^T, h3 = b W3^T.
-    const Matrix dg = dx * m.w2[l];
-    g.w2[l] += dx.transpose() * c.g;
+    const Matrix dg = mul_nn(dx, m.w2[l]);
+    g.w2[l] += mul_tn(dx, c.g);
     const Matrix dh1 = dg.cwiseProduct(c.h3).cwiseProduct(c.h1.unaryExpr(&silu_derivative));
     const Matrix dh3 = dg.cwiseProduct(c.h1.unaryExpr(&silu));
-    g.w1[l] += dh1.transpose() * c.b;
-    g.w3[l] += dh3.transpose() * c.b;
-    const Matrix db = dh1 * m.w1[l] + dh3 * m.w3[l];
+    g.w1[l] += mul_tn(dh1, c.b);
+    g.w3[l] += mul_tn(dh3, c.b);
+    const Matrix db = mul_nn(dh1, m.w1[l]) + mul_nn(dh3, m.w3[l]);
     const Matrix dx_mid = dx + rmsnorm_backward(c.x_mid, m.rms_ffn[l], db, g.rms_ffn[l]);
     // Attention: x_mid = x_in + o Wo^T.
-    const Matrix d_o = dx_mid * m.wo[l];
-    g.wo[l] += dx_mid.transpose() * c.o;
+    const Matrix d_o = mul_nn(dx_mid, m.wo[l]);
+    g.wo[l] += mul_tn(dx_mid, c.o);
     Matrix dq_rot = Matrix::Zero(T, m.dim), dk_rot = Matrix::Zero(T, c.k.cols()), dv = Matrix::Zero(T, c.v.cols());
     for (int h = 0; h < m.heads; ++h) {
       const int kv = h / group;
       const Matrix& p = c.p[static_cast<std::size_t>(h)];
       const Matrix doh = d_o.middleCols(h * hs, hs);
-      const Matrix dp = doh * c.v.middleCols(kv * hs, hs).transpose();
-      dv.middleCols(kv * hs, hs) += p.transpose() * doh;
+      const Matrix dp = mul_nt(doh, c.v.middleCols(kv * hs, hs));
+      dv.middleCols(kv * hs, hs) += mul_tn(p, doh);
       Matrix ds = p.cwiseProduct(dp);  // softmax: ds = p (dp - rowsum(p dp))
-      for (Eigen::Index t = 0; t < T; ++t) ds.row(t) -= p.row(t) * ds.row(t).sum();
+      for (Eigen::Index t = 0; t < T; ++t) ds.row(t) -= p.row(t) * sum_fp64(ds.row(t).transpose());
       ds *= inv_sqrt_hs;
-      dq_rot.middleCols(h * hs, hs) += ds * c.k.middleCols(kv * hs, hs);
-      dk_rot.middleCols(kv * hs, hs) += ds.transpose() * c.q.middleCols(h * hs, hs);
+      dq_rot.middleCols(h * hs, hs) += mul_nn(ds, c.k.middleCols(kv * hs, hs));
+      dk_rot.middleCols(kv * hs, hs) += mul_tn(ds, c.q.middleCols(h * hs, hs));
     }
     const Matrix dq = rope(dq_rot, hs, -1.0), dk = rope(dk_rot, hs, -1.0);  // rotations are orthogonal
-    g.wq[l] += dq.transpose() * c.a;
-    g.wk[l] += dk.transpose() * c.a;
-    g.wv[l] += dv.transpose() * c.a;
-    const Matrix da = dq * m.wq[l] + dk * m.wk[l] + dv * m.wv[l];
+    g.wq[l] += mul_tn(dq, c.a);
+    g.wk[l] += mul_tn(dk, c.a);
+    g.wv[l] += mul_tn(dv, c.a);
+    const Matrix da = mul_nn(dq, m.wq[l]) + mul_nn(dk, m.wk[l]) + mul_nn(dv, m.wv[l]);
     dx = dx_mid + rmsnorm_backward(c.x_in, m.rms_att[l], da, g.rms_att[l]);
     out.linears.push_back({prefix + "wq", c.a, m.wq[l], dq});
     out.linears.push_back({prefix + "wk", c.a, m.wk[l], dk});

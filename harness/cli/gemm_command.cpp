@@ -48,7 +48,7 @@ void print_error_table(const GemmErrors& g) {
                                 {"accumulation", &g.accumulation},
                                 {"total", &g.total}}) {
     const ErrorMetrics& m = e->metrics;
-    std::printf("%-13s %10.3e %9.2f %11.3e %10.3e %10.3e %10.3e", name, m.rel_frobenius, m.sqnr_db, 1.0 - m.cosine,
+    std::printf("%-13s %10.3e %9.2f %11.3e %10.3e %10.3e %10.3e", name, m.rel_frobenius, m.sqnr_db, m.one_minus_cosine,
                 m.deepgemm_diff, m.max_abs, m.max_rel);
     if (sampled)
       std::printf("   [%.3e, %.3e]  [%.2f, %.2f]", e->rel_frobenius.low, e->rel_frobenius.high, e->sqnr_db.low,

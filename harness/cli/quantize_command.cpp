@@ -65,12 +65,7 @@ int run_quantize(const QuantizeOptions& o) {
   const std::int64_t rows = operand.rows, cols = operand.cols;
   const std::vector<float>& x = operand.values;
 
-  double floor = o.rel_floor;
-  if (floor < 0) {
-    double sum2 = 0;
-    for (float v : x) sum2 += static_cast<double>(v) * v;
-    floor = 0.01 * std::sqrt(sum2 / static_cast<double>(x.size()));
-  }
+  const double floor = o.rel_floor < 0 ? 0.01 * root_mean_square(std::span<const float>(x)) : o.rel_floor;
 
   nlohmann::json report = {{"tensor", o.tensor},   {"name", o.name},        {"dtype", dtype_name(operand.dtype)},
                            {"shape", {rows, cols}}, {"format", o.format},    {"scale_rule", o.scale},
@@ -97,7 +92,7 @@ int run_quantize(const QuantizeOptions& o) {
     } else {
       const std::string grid = std::to_string(r.quantized.scale_rows) + "x" + std::to_string(r.quantized.scale_cols);
       std::printf("%-14s %-11s %10.3e %9.2f %11.3e %10.3e %10.3e %10.3e %9lld\n", g.to_string().c_str(), grid.c_str(),
-                  m.rel_frobenius, m.sqnr_db, 1.0 - m.cosine, m.deepgemm_diff, m.max_abs, m.max_rel,
+                  m.rel_frobenius, m.sqnr_db, m.one_minus_cosine, m.deepgemm_diff, m.max_abs, m.max_rel,
                   static_cast<long long>(r.zeroed));
     }
   }

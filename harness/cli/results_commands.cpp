@@ -58,13 +58,22 @@ Command add_report_command(CLI::App& app) {
 Command add_compare_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "compare", "Compare a results file with a baseline; exit 1 with a table of every metric that got worse");
+  sub->footer("A metric is worse when it moves the bad way (errors and 1 - cosine up, SQNR down) by more than\n"
+              "max(rtol |baseline|, floor-scale x its noise floor). The floor is what FP64 rounding of the\n"
+              "references alone can move the metric at that point (derivation: harness/results/results_report.cpp):\n" +
+              noise_floor_rules() +
+              "A point missing from NEW, a changed status, or a baseline column missing from NEW is worse too.");
   auto base = std::make_shared<std::string>(), next = std::make_shared<std::string>();
   auto rtol = std::make_shared<double>(1e-6);
+  auto floor_scale = std::make_shared<double>(1.0);
   sub->add_option("BASELINE", *base, "Baseline results (.h5)")->required();
   sub->add_option("NEW", *next, "New results (.h5)")->required();
   sub->add_option("--rtol", *rtol, "Relative tolerance before a change counts as worse")->capture_default_str();
-  return {sub, [base, next, rtol] {
-            const Comparison c = compare_results(*base, *next, *rtol);
+  sub->add_option("--floor-scale", *floor_scale, "Multiplier of the absolute noise floors (0: relative tolerance only)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  return {sub, [base, next, rtol, floor_scale] {
+            const Comparison c = compare_results(*base, *next, *rtol, *floor_scale);
             std::printf("%s", c.table().c_str());
             return c.worse.empty() ? 0 : 1;
           }};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -20,12 +21,12 @@ bool bookkeeping(const std::string& name) {
 }
 
 bool higher_is_worse(const std::string& metric) {
-  for (const char* suffix : {"_rel_frobenius", "_deepgemm_diff", "_max_abs", "_max_rel"})
+  for (const char* suffix : {"_rel_frobenius", "_deepgemm_diff", "_max_abs", "_max_rel", "_one_minus_cosine"})
     if (metric.ends_with(suffix)) return true;
   return false;
 }
 
-bool lower_is_worse(const std::string& metric) { return metric.ends_with("_sqnr_db") || metric.ends_with("_cosine"); }
+bool lower_is_worse(const std::string& metric) { return metric.ends_with("_sqnr_db"); }
 
 std::string format_number(double v) {
   char text[32];
@@ -34,6 +35,59 @@ std::string format_number(double v) {
 }
 
 }  // namespace
+
+// Noise floors. Every metric of a point compares y (the backend's FP32 output, or for the
+// quantization error the FP64 GEMM of the dequantized operands) with r, an FP64 GEMM, over
+// outputs C = A B^T with reduction length K. Two valid FP64 evaluations of a GEMM (another
+// summation order, FMA or not, another platform) differ per output by at most
+// gamma_(K+1) (|A| |B|^T)_ij, gamma_m = m 2^-53 / (1 - m 2^-53) (K - 1 additions, and one
+// rounding of a product of two dequantized values, 28 bits each). For operands of random
+// signs (|A| |B|^T)_ij / RMS(C) ~ sqrt(K) E|a| E|b| / sqrt(E a^2 E b^2) <= sqrt(K), normwise
+// too; allowing 2x for the largest output and 2x for y and r both moving:
+//     eta = 4 sqrt(K) gamma_(K+1)   (K = 256: 1.8e-12; K = 7168: 2.7e-10)
+// bounds ||dy||, ||dr|| <= eta ||r|| and |dy_i|, |dr_i| <= eta RMS(r). Then, v the baseline value:
+//   rel_frobenius rho = ||e|| / ||r||: d rho <= ||de|| / ||r|| + rho ||dr|| / ||r|| -> eta (1 + v).
+//   sqnr_db = -20 log10 rho: rho moving by eta (1 + rho) is 20 log10(1 + eta (1 + rho) / rho) dB,
+//     rho = 10^(-v/20) (unbounded as rho -> 0: an SQNR at the noise level means nothing).
+//   deepgemm_diff d = E / S, E = ||e||^2, S = ||y||^2 + ||r||^2 >= ||r||^2: dE / S <= (2 ||e|| ||de|| +
+//     ||de||^2) / S <= 2 eta sqrt(d) + eta^2, dS / S <= 2 (||y|| + ||r||) eta ||r|| / S <= 3 eta, so
+//     d d <= dE / S + d dS / S -> eta (2 sqrt(v) + 3 v + eta).
+//   one_minus_cosine c = 0.5 ||y/||y|| - r/||r|| ||^2: a unit vector moves by at most 2 ||dx|| / ||x||,
+//     so both by zeta <= 4 eta (taking ||y|| >= ||r|| / 2); dc <= sqrt(2c) zeta + zeta^2 / 2
+//     -> 4 eta sqrt(2 v) + 8 eta^2.
+//   max_abs: one output moves by at most 2 eta RMS(r) -> 2 eta reference_rms.
+//   max_rel over |r_i| > 1% RMS(r): (|de_i| + v |dr_i|) / |r_i| -> 100 eta (1 + v). (An output
+//     within eta of the 1% floor can also enter or leave the maximum: not covered.)
+// The metrics' own FP64 evaluation adds (n + 3) 2^-53 relative (error_metrics.hpp), below rtol.
+// Real regressions sit far above: an FP32 accumulation error is ~1e-7 relative, FP8 ~1e-2.
+double reference_noise(std::int64_t k) {
+  const double u = 0x1p-53, m = static_cast<double>(std::max<std::int64_t>(k, 1) + 1);
+  return 4.0 * std::sqrt(static_cast<double>(std::max<std::int64_t>(k, 1))) * (m * u / (1.0 - m * u));
+}
+
+double noise_floor(const std::string& metric, double v, double eta, double reference_rms) {
+  if (std::isnan(v)) return 0;
+  if (metric.ends_with("_rel_frobenius")) return eta * (1 + v);
+  if (metric.ends_with("_sqnr_db")) {
+    const double rho = std::pow(10.0, -v / 20.0);
+    return rho > 0 ? 20.0 * std::log10(1.0 + eta * (1.0 + rho) / rho) : std::numeric_limits<double>::infinity();
+  }
+  if (metric.ends_with("_deepgemm_diff")) return eta * (2.0 * std::sqrt(std::max(v, 0.0)) + 3.0 * std::fabs(v) + eta);
+  if (metric.ends_with("_one_minus_cosine")) return 4.0 * eta * std::sqrt(2.0 * std::max(v, 0.0)) + 8.0 * eta * eta;
+  if (metric.ends_with("_max_abs")) return std::isnan(reference_rms) ? 0.0 : 2.0 * eta * reference_rms;
+  if (metric.ends_with("_max_rel")) return 100.0 * eta * (1.0 + v);
+  return 0;
+}
+
+std::string noise_floor_rules() {
+  return "eta = 4 sqrt(K) (K+1) 2^-53 per point (K: its reduction length), v: the baseline value\n"
+         "  *_rel_frobenius     eta (1 + v)\n"
+         "  *_sqnr_db           20 log10(1 + eta (1 + rho) / rho) dB, rho = 10^(-v/20)\n"
+         "  *_deepgemm_diff     eta (2 sqrt(v) + 3 v + eta)\n"
+         "  *_one_minus_cosine  4 eta sqrt(2 v) + 8 eta^2\n"
+         "  *_max_abs           2 eta reference_rms\n"
+         "  *_max_rel           100 eta (1 + v)   (max_rel's floor is 1% of reference_rms)\n";
+}
 
 namespace {
 
@@ -156,16 +210,39 @@ std::string report_table(const std::filesystem::path& file, std::vector<std::str
 std::string Comparison::table() const {
   std::string out = "compared " + std::to_string(points) + " points x " + std::to_string(metrics) + " metrics: " +
                     std::to_string(worse.size()) + " worse\n";
+  const auto join = [](const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  if (!missing_columns.empty())
+    out += "the baseline's columns " + join(missing_columns) +
+           " are not in NEW (renamed or removed?): they cannot be compared; regenerate the baseline if the change is "
+           "intended\n";
+  if (!new_columns.empty())
+    out += "NEW has columns the baseline lacks, not compared: " + join(new_columns) + "\n";
+  char text[256];
+  if (floors_available && floor_scale > 0)
+    std::snprintf(text, sizeof text,
+                  "worse: beyond max(rtol %.3g x |baseline|, %.3g x noise floor); %zu values changed within that\n", rtol,
+                  floor_scale, changed_within_tolerance);
+  else
+    std::snprintf(text, sizeof text, "worse: beyond rtol %.3g x |baseline| (%s); %zu values changed within that\n", rtol,
+                  floor_scale > 0 ? "no noise floors: the baseline has no column k" : "noise floors off",
+                  changed_within_tolerance);
+  out += text;
   if (!worse.empty()) {
     char header[256];
-    std::snprintf(header, sizeof header, "%-28s %12s %12s %9s  %s\n", "metric", "baseline", "new", "change", "point");
+    std::snprintf(header, sizeof header, "%-28s %12s %12s %9s %10s  %s\n", "metric", "baseline", "new", "change", "floor",
+                  "point");
     out += header;
     for (const std::string& line : worse) out += line + "\n";
   }
   return out;
 }
 
-Comparison compare_results(const std::filesystem::path& baseline, const std::filesystem::path& candidate, double rtol) {
+Comparison compare_results(const std::filesystem::path& baseline, const std::filesystem::path& candidate, double rtol,
+                           double floor_scale) {
   const ResultsFile base = ResultsFile::open(baseline, false), next = ResultsFile::open(candidate, false);
   const std::vector<std::string> base_keys = base.read_str("point_key"), next_keys = next.read_str("point_key");
   const std::vector<std::string> base_status = base.read_str("status"), next_status = next.read_str("status");
@@ -173,17 +250,41 @@ Comparison compare_results(const std::filesystem::path& baseline, const std::fil
   for (std::size_t i = 0; i < next_keys.size(); ++i) next_index[next_keys[i]] = i;
   Comparison c;
   c.points = base_keys.size();
+  c.rtol = rtol;
+  c.floor_scale = floor_scale;
   const auto line = [](const std::string& metric, const std::string& b, const std::string& n, const std::string& change,
-                       const std::string& key) {
+                       const std::string& key, const std::string& floor = "") {
     char text[1024];
-    std::snprintf(text, sizeof text, "%-28s %12s %12s %9s  %s", metric.c_str(), b.c_str(), n.c_str(), change.c_str(),
-                  key.c_str());
+    std::snprintf(text, sizeof text, "%-28s %12s %12s %9s %10s  %s", metric.c_str(), b.c_str(), n.c_str(), change.c_str(),
+                  floor.c_str(), key.c_str());
     return std::string(text);
   };
+  // A column of the baseline that NEW lacks (renamed or removed) cannot be checked: that fails
+  // the comparison, with the column named, until the baseline is regenerated.
+  std::set<std::string> next_columns;
+  for (const ColumnDef& col : next.columns()) next_columns.insert(col.name);
+  std::set<std::string> base_columns;
   std::vector<std::string> metric_names;
-  for (const ColumnDef& col : base.columns())
-    if (col.type == ColumnDef::Type::f64 && (higher_is_worse(col.name) || lower_is_worse(col.name))) metric_names.push_back(col.name);
+  for (const ColumnDef& col : base.columns()) {
+    base_columns.insert(col.name);
+    if (!next_columns.contains(col.name)) {
+      c.missing_columns.push_back(col.name);
+      c.worse.push_back(line("(column) " + col.name, "present", "missing", "", "all points"));
+    } else if (col.type == ColumnDef::Type::f64 && (higher_is_worse(col.name) || lower_is_worse(col.name))) {
+      metric_names.push_back(col.name);
+    }
+  }
+  for (const ColumnDef& col : next.columns())
+    if (!base_columns.contains(col.name)) c.new_columns.push_back(col.name);
   c.metrics = metric_names.size();
+  // Per point: the noise eta of its FP64 references (from K) and the scale of max_abs's floor.
+  std::vector<double> eta(base_keys.size(), 0.0), rms(base_keys.size(), std::numeric_limits<double>::quiet_NaN());
+  c.floors_available = base_columns.contains("k");
+  if (c.floors_available) {
+    const std::vector<std::int64_t> k = base.read_i64("k");
+    for (std::size_t i = 0; i < k.size(); ++i) eta[i] = reference_noise(k[i]);
+  }
+  if (base_columns.contains("reference_rms")) rms = base.read_f64("reference_rms");
   for (std::size_t i = 0; i < base_keys.size(); ++i) {
     const auto it = next_index.find(base_keys[i]);
     if (it == next_index.end()) c.worse.push_back(line("(point)", "present", "missing", "", base_keys[i]));
@@ -197,13 +298,17 @@ Comparison compare_results(const std::filesystem::path& baseline, const std::fil
       if (it == next_index.end() || base_status[i] != "ok") continue;
       const double old_value = b[i], new_value = n[it->second];
       if (std::isnan(old_value) && std::isnan(new_value)) continue;
-      const double slack = rtol * std::fabs(old_value);
+      const double floor = c.floors_available ? floor_scale * noise_floor(m, old_value, eta[i], rms[i]) : 0.0;
+      const double slack = std::max(rtol * std::fabs(old_value), floor);
       const bool worse = std::isnan(new_value) != std::isnan(old_value) ||
                          (higher_is_worse(m) && new_value > old_value + slack) ||
                          (lower_is_worse(m) && new_value < old_value - slack);
-      if (!worse) continue;
+      if (!worse) {
+        c.changed_within_tolerance += new_value != old_value;
+        continue;
+      }
       const std::string change = old_value != 0 ? format_number(100.0 * (new_value - old_value) / std::fabs(old_value)) + "%" : "";
-      c.worse.push_back(line(m, format_number(old_value), format_number(new_value), change, base_keys[i]));
+      c.worse.push_back(line(m, format_number(old_value), format_number(new_value), change, base_keys[i], format_number(floor)));
     }
   }
   return c;

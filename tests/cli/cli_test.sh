@@ -26,6 +26,10 @@ case_help() {
                 --output --out --sample-rows --sample-cols --json; do
     grep -qF -- "$option" "$work/out" || fail "gemm --help does not explain $option"
   done
+  expect_exit 0 "$fp8lab" compare --help
+  for text in --rtol --floor-scale "noise floor" "*_rel_frobenius" "*_max_rel" "eta = 4 sqrt(K)"; do
+    grep -qF -- "$text" "$work/out" || fail "compare --help does not explain '$text'"
+  done
   expect_exit 2 "$fp8lab" quantize
   expect_exit 2 "$fp8lab" frobnicate
 }
@@ -73,7 +77,7 @@ assert r["format"] == "e5m2" and r["shape"] == [256, 1000] and r["backend"] == "
 assert [g["granularity"] for g in r["results"]] == ["tensor", "tile:1x128"]
 for g in r["results"]:
     m = g["metrics"]
-    for key in ["rel_frobenius", "sqnr_db", "deepgemm_diff", "max_abs", "max_rel", "cosine", "rel_floor"]:
+    for key in ["rel_frobenius", "sqnr_db", "deepgemm_diff", "max_abs", "max_rel", "one_minus_cosine", "rel_floor"]:
         assert math.isfinite(m[key]), key
     assert 0 < m["rel_frobenius"] < 0.2 and m["count"] == 256000
 PY
