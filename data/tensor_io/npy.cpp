@@ -80,8 +80,9 @@ std::vector<std::int64_t> parse_shape(std::string_view header, const std::filesy
 
 }  // namespace
 
-Tensor read_npy(const std::filesystem::path& file) {
-  const std::vector<std::byte> bytes = read_file_bytes(file);
+Tensor read_npy(const std::filesystem::path& file) { return parse_npy(read_file_bytes(file), file); }
+
+Tensor parse_npy(const std::vector<std::byte>& bytes, const std::filesystem::path& file) {
   const std::string_view all(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   if (!all.starts_with(kMagic)) throw TensorFileError(file, "not a .npy file (bad magic)");
   if (all.size() < 10) throw TensorFileError(file, "truncated: file ends inside the .npy preamble");

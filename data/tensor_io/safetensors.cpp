@@ -16,9 +16,9 @@ struct Parsed {
   std::size_t data_start = 0;
 };
 
-Parsed parse(const std::filesystem::path& file) {
+Parsed parse(std::vector<std::byte> bytes, const std::filesystem::path& file) {
   Parsed p;
-  p.bytes = read_file_bytes(file);
+  p.bytes = std::move(bytes);
   if (p.bytes.size() < 8) throw TensorFileError(file, "truncated: shorter than the 8-byte header length");
   std::uint64_t header_length = 0;
   std::memcpy(&header_length, p.bytes.data(), 8);
@@ -89,10 +89,20 @@ std::string joined(const std::vector<std::string>& names) {
 
 }  // namespace
 
-std::vector<std::string> safetensors_names(const std::filesystem::path& file) { return names_of(parse(file).header); }
+std::vector<std::string> safetensors_names(const std::filesystem::path& file) {
+  return names_of(parse(read_file_bytes(file), file).header);
+}
+
+std::vector<std::string> safetensors_names(std::vector<std::byte> bytes, const std::filesystem::path& file) {
+  return names_of(parse(std::move(bytes), file).header);
+}
 
 Tensor read_safetensors(const std::filesystem::path& file, const std::string& name) {
-  const Parsed p = parse(file);
+  return parse_safetensors(read_file_bytes(file), file, name);
+}
+
+Tensor parse_safetensors(std::vector<std::byte> bytes, const std::filesystem::path& file, const std::string& name) {
+  const Parsed p = parse(std::move(bytes), file);
   const std::vector<std::string> names = names_of(p.header);
   std::string chosen = name;
   if (chosen.empty()) {

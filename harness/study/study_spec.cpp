@@ -111,15 +111,19 @@ void StudySpec::check_unknown_keys() const {
 }
 
 StudySpec load_study_spec(const std::filesystem::path& file) {
-  StudySpec spec;
-  spec.file = file;
   std::error_code ignored;
   if (std::filesystem::is_directory(file, ignored)) throw SpecError(file.string() + ": is a directory, not a study spec");
   std::ifstream in(file);
   if (!in) throw SpecError(file.string() + ": cannot open the study spec");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  spec.text = buffer.str();
+  return parse_study_spec(buffer.str(), file);
+}
+
+StudySpec parse_study_spec(std::string text, const std::filesystem::path& file) {
+  StudySpec spec;
+  spec.file = file;
+  spec.text = std::move(text);
   try {
     spec.table = toml::parse(spec.text, file.string());
   } catch (const toml::parse_error& e) {

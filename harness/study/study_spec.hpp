@@ -49,5 +49,8 @@ struct StudySpec {
 };
 
 StudySpec load_study_spec(const std::filesystem::path& file);
+// The same from the file's text (`file` names it in errors, and [tensors] paths are relative
+// to its folder): what the fuzz target drives.
+StudySpec parse_study_spec(std::string text, const std::filesystem::path& file);
 
 }  // namespace fp8lab
