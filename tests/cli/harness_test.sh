@@ -66,7 +66,7 @@ case_threads_do_not_change_results() {
 case_kill_and_resume() {
   "$fp8lab" run "$resume_spec" -o "$work/r.h5" --quiet >/dev/null 2>&1 &
   local pid=$!
-  sleep 3
+  wait_for_points "$work/r.h5" 3 || fail "no 3 points finished within 120 s"   # a count, not a time: load-proof
   kill -9 "$pid" 2>/dev/null || fail "the sweep finished before it could be killed"
   wait "$pid" 2>/dev/null || true
   local done_rows
