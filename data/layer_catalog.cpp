@@ -8,7 +8,12 @@
 namespace fp8lab {
 
 std::filesystem::path layer_catalog_path() {
-  if (const char* dir = std::getenv("FP8LAB_DATA_DIR"); dir && *dir) return std::filesystem::path(dir) / "layer_catalog.toml";
+  // The catalog ships with the code; a data folder (which holds checkpoints) may replace it.
+  if (const char* dir = std::getenv("FP8LAB_DATA_DIR"); dir && *dir) {
+    const std::filesystem::path replacement = std::filesystem::path(dir) / "layer_catalog.toml";
+    std::error_code ignored;
+    if (std::filesystem::is_regular_file(replacement, ignored)) return replacement;
+  }
   return std::filesystem::path(FP8LAB_SOURCE_DIR) / "data" / "layer_catalog.toml";
 }
 

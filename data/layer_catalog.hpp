@@ -15,7 +15,8 @@ struct LayerShape {
   std::string source;
 };
 
-// The catalog file: $FP8LAB_DATA_DIR/layer_catalog.toml if set, else the source tree's data/.
+// The catalog file: $FP8LAB_DATA_DIR/layer_catalog.toml when that file exists, else the one
+// that ships with the code (the source tree's data/): a data folder need not carry it.
 std::filesystem::path layer_catalog_path();
 std::vector<LayerShape> load_layer_catalog(const std::filesystem::path& file = layer_catalog_path());
 

@@ -2,9 +2,11 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <random>
 #include <stdexcept>
+#include <string>
 
 namespace fp8lab {
 namespace {
@@ -54,10 +56,14 @@ int degrees_of_freedom(std::string_view distribution) {
 
 void validate(const SyntheticSpec& spec) {
   if (spec.rows <= 0 || spec.cols <= 0) throw std::invalid_argument("rows and cols must be positive");
+  std::int64_t elements = 0;
+  if (__builtin_mul_overflow(spec.rows, spec.cols, &elements) || elements > (std::int64_t{1} << 60))
+    throw std::invalid_argument("rows x cols (" + std::to_string(spec.rows) + " x " + std::to_string(spec.cols) +
+                                ") is more elements than any machine can hold");
   if (spec.outlier_channels < 0 || spec.outlier_channels > spec.cols)
     throw std::invalid_argument("outlier_channels must be between 0 and cols (" + std::to_string(spec.cols) + ")");
-  if (!(spec.outlier_scale > 0) || !std::isfinite(spec.outlier_scale))
-    throw std::invalid_argument("outlier_scale must be a positive finite number");
+  if (!(spec.outlier_scale > 0) || !(spec.outlier_scale <= std::numeric_limits<float>::max()))
+    throw std::invalid_argument("outlier_scale must be a positive number within the FP32 range (at most 3.4e38)");
   degrees_of_freedom(spec.distribution);
 }
 

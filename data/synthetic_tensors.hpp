@@ -26,7 +26,8 @@ struct SyntheticSpec {
 // Throws std::invalid_argument naming the bad field.
 void validate(const SyntheticSpec& spec);
 
-// rows x cols row-major FP32 (generated in FP64, rounded once).
+// rows x cols row-major FP32 (generated in FP64, rounded once). A large outlier_scale can
+// round an element to inf: callers check the result finite (synth and the studies refuse it).
 std::vector<float> synthesize(const SyntheticSpec& spec);
 
 }  // namespace fp8lab

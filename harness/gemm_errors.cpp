@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "harness/memory_budget.hpp"
 #include "reference/fp8_gemm_ref.hpp"
 
 namespace fp8lab {
@@ -136,6 +137,34 @@ GemmErrors gemm_errors(std::span<const float> a, std::span<const float> b, const
   g.accumulation = compare(backend, dequantized, floor, qa.rows);
   g.total = compare(backend, original, floor, qa.rows);
   return g;
+}
+
+std::optional<std::string> non_finite_reason(const GemmErrors& errors, std::span<const float> out) {
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (!std::isfinite(out[i]))
+      return "output element " + std::to_string(i) + " of the computed C is " + (std::isnan(out[i]) ? "NaN" : "infinite") +
+             ": the FP32 result overflowed, so no error is defined (scale the operands down)";
+  for (const auto& [name, e] : {std::pair<const char*, const ErrorWithInterval*>{"quantization", &errors.quantization},
+                                {"accumulation", &errors.accumulation},
+                                {"total", &errors.total}}) {
+    const ErrorMetrics& m = e->metrics;
+    for (const double v : {m.rel_frobenius, m.deepgemm_diff, m.max_abs, m.max_rel, m.cosine})
+      if (!std::isfinite(v))
+        return std::string(name) + " error is not finite (the FP64 reference overflowed or is all zero)";
+  }
+  return std::nullopt;
+}
+
+std::uint64_t gemm_peak_bytes(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t rows, std::int64_t cols) {
+  const auto u = [](std::int64_t x) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, x)); };
+  const auto mul = saturating_mul;
+  const auto add = saturating_add;
+  const std::uint64_t operands = mul(add(u(m), u(n)), u(k));  // A and B elements
+  const std::uint64_t selected = mul(add(u(rows), u(cols)), u(k));
+  const std::uint64_t outputs = mul(u(rows), u(cols));
+  // FP32 operands (4) + codes (1) + packed copies (1); FP64 selections, original and
+  // dequantized (16); FP32 output (4) and three FP64 matrices of it (24).
+  return add(add(mul(operands, 6), mul(selected, 16)), mul(outputs, 28));
 }
 
 }  // namespace fp8lab

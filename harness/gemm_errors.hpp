@@ -13,6 +13,8 @@
 // and a 95% interval R +- 1.96 se (transformed for rel_frobenius = sqrt(R) and SQNR = -10 log10 R).
 // Sampled maxima (max_abs, max_rel) are lower bounds on the full maxima and get no interval.
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <random>
 #include <span>
 #include <vector>
@@ -44,6 +46,15 @@ struct GemmErrors {
 GemmErrors gemm_errors(std::span<const float> a, std::span<const float> b, const QuantizedTensor& qa,
                        const QuantizedTensor& qb, std::span<const float> out, const std::vector<std::int64_t>& rows,
                        const std::vector<std::int64_t>& cols);
+
+// Why the errors are not numbers, or nothing: finite operands give finite metrics unless the
+// FP32 output overflowed (an inf in C); then every error is inf or NaN and means nothing.
+std::optional<std::string> non_finite_reason(const GemmErrors& errors, std::span<const float> out);
+
+// Peak bytes of quantizing A (m x k) and B (n x k), the GEMM and gemm_errors over
+// rows x cols of the output: FP32 operands and FP8 codes, the FP32 output, and the FP64
+// copies and reference GEMMs of gemm_errors. An estimate for refusing what cannot fit.
+std::uint64_t gemm_peak_bytes(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t rows, std::int64_t cols);
 
 // n of the indices 0..total-1, a simple random sample without replacement (partial
 // Fisher-Yates), sorted; empty (meaning all) when n is 0 or at least total.

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "harness/study/study_kind.hpp"
+
 namespace fp8lab {
 
 void require_finite(std::span<const float> values, std::int64_t cols, const std::filesystem::path& file) {
@@ -12,6 +14,16 @@ void require_finite(std::span<const float> values, std::int64_t cols, const std:
     throw TensorFileError(file, "element (" + std::to_string(index / cols) + ", " + std::to_string(index % cols) +
                                     ") is " + (std::isnan(values[i]) ? "NaN" : "infinite") +
                                     "; fp8lab studies finite data only");
+  }
+}
+
+void require_finite_operand(std::span<const float> values, std::int64_t cols, const std::string& name) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (std::isfinite(values[i])) continue;
+    const auto index = static_cast<std::int64_t>(i);
+    throw PointFailure("operand " + name + ": element (" + std::to_string(index / cols) + ", " +
+                       std::to_string(index % cols) + ") is " + (std::isnan(values[i]) ? "NaN" : "infinite") +
+                       " in FP32 (too large an outlier_scale?); the kernels see finite values only");
   }
 }
 

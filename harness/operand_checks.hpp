@@ -14,6 +14,10 @@ namespace fp8lab {
 // Throws TensorFileError "FILE: element (r, c) is NaN ..." at the first non-finite value.
 void require_finite(std::span<const float> values, std::int64_t cols, const std::filesystem::path& file);
 
+// Throws PointFailure "operand NAME: element (r, c) is infinite in FP32 ..." at the first
+// non-finite value (e.g. a synthetic operand whose outlier_scale overflowed FP32).
+void require_finite_operand(std::span<const float> values, std::int64_t cols, const std::string& name);
+
 // Throws TensorFileError unless the tensor is 2-D (rows x K) with no zero extent.
 void require_matrix(const Tensor& tensor, const std::filesystem::path& file);
 

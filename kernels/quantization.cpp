@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <stdexcept>
+#include <string>
 
 
 namespace fp8lab {
@@ -95,6 +96,12 @@ std::int64_t Granularity::tile_cols(std::int64_t cols) const {
 
 QuantizedTensor make_quantized_tensor(std::int64_t rows, std::int64_t cols, const QuantizeConfig& config) {
   if (rows < 0 || cols < 0) throw std::invalid_argument("tensor shape must not be negative");
+  // rows * cols and the tile-grid arithmetic below stay far from int64 overflow.
+  constexpr std::int64_t kLimit = std::int64_t{1} << 62;
+  std::int64_t elements = 0;
+  if (rows > kLimit || cols > kLimit || __builtin_mul_overflow(rows, cols, &elements) || elements > kLimit)
+    throw std::invalid_argument("tensor shape " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                " is too large (more than 2^62 elements)");
   QuantizedTensor q;
   q.rows = rows;
   q.cols = cols;
@@ -103,7 +110,7 @@ QuantizedTensor make_quantized_tensor(std::int64_t rows, std::int64_t cols, cons
   q.tile_cols = config.granularity.tile_cols(cols);
   q.scale_rows = (rows + q.tile_rows - 1) / q.tile_rows;
   q.scale_cols = (cols + q.tile_cols - 1) / q.tile_cols;
-  q.codes.assign(static_cast<std::size_t>(rows * cols), 0);
+  q.codes.assign(static_cast<std::size_t>(elements), 0);
   q.scales.assign(static_cast<std::size_t>(q.scale_rows * q.scale_cols), 1.0f);
   return q;
 }

@@ -12,6 +12,11 @@
 namespace fp8lab {
 
 std::vector<std::byte> read_file_bytes(const std::filesystem::path& file) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(file, error);
+  if (std::filesystem::is_directory(status)) throw TensorFileError(file, "is a directory, not a tensor file");
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw TensorFileError(file, "is not a regular file");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw TensorFileError(file, std::string("cannot open: ") + std::strerror(errno));
   in.seekg(0, std::ios::end);

@@ -39,6 +39,12 @@ std::string_view value_after_key(std::string_view header, std::string_view key, 
   return rest;
 }
 
+// Whether `value` is the Python literal `word` followed by the end of the value.
+bool is_literal(std::string_view value, std::string_view word) {
+  return value.starts_with(word) &&
+         (value.size() == word.size() || std::string_view(", }").find(value[word.size()]) != std::string_view::npos);
+}
+
 DType parse_descr(std::string_view header, const std::filesystem::path& file) {
   const std::string_view value = value_after_key(header, "descr", file);
   if (value.starts_with(kBf16Descr)) return DType::bf16;
@@ -74,8 +80,9 @@ std::vector<std::int64_t> parse_shape(std::string_view header, const std::filesy
 
 }  // namespace
 
-Tensor read_npy(const std::filesystem::path& file) {
-  const std::vector<std::byte> bytes = read_file_bytes(file);
+Tensor read_npy(const std::filesystem::path& file) { return parse_npy(read_file_bytes(file), file); }
+
+Tensor parse_npy(const std::vector<std::byte>& bytes, const std::filesystem::path& file) {
   const std::string_view all(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   if (!all.starts_with(kMagic)) throw TensorFileError(file, "not a .npy file (bad magic)");
   if (all.size() < 10) throw TensorFileError(file, "truncated: file ends inside the .npy preamble");
@@ -99,13 +106,21 @@ Tensor read_npy(const std::filesystem::path& file) {
 
   Tensor t;
   t.dtype = parse_descr(header, file);
-  if (value_after_key(header, "fortran_order", file).starts_with("True"))
+  const std::string_view fortran = value_after_key(header, "fortran_order", file);
+  if (is_literal(fortran, "True"))
     throw TensorFileError(file, "fortran_order True is not supported (save with np.ascontiguousarray)");
+  if (!is_literal(fortran, "False"))
+    throw TensorFileError(file, "bad header: fortran_order is '" + std::string(fortran.substr(0, fortran.find_first_of(",}"))) +
+                                    "', not True or False");
   t.shape = parse_shape(header, file);
 
   const std::size_t data_start = header_start + header_length;
   const std::size_t available = all.size() - data_start;
-  const auto expected = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype);
+  const std::optional<std::int64_t> byte_count = checked_byte_count(t.shape, t.dtype);
+  if (!byte_count)
+    throw TensorFileError(file, "bad header: shape " + t.shape_string() + " of " + dtype_name(t.dtype) +
+                                    " has more bytes than int64 can count");
+  const auto expected = static_cast<std::size_t>(*byte_count);
   if (available < expected)
     throw TensorFileError(file, "truncated: shape " + t.shape_string() + " of " + dtype_name(t.dtype) + " needs " +
                                     std::to_string(expected) + " data bytes, file has " + std::to_string(available));

@@ -4,13 +4,17 @@
 // the structured dtype [('bf16', '<u2')]: NumPy has no bfloat16, and its header admits no
 // extra keys, so the field name is where the file itself says what the 16 bits mean
 // (np.load gives a record array; a['bf16'] is the raw uint16).
+#include <cstddef>
 #include <filesystem>
+#include <vector>
 
 #include "data/tensor_io/tensor.hpp"
 
 namespace fp8lab {
 
 Tensor read_npy(const std::filesystem::path& file);
+// The same from the file's bytes (`file` names it in errors): what the fuzz target drives.
+Tensor parse_npy(const std::vector<std::byte>& bytes, const std::filesystem::path& file);
 void write_npy(const std::filesystem::path& file, const Tensor& tensor);  // f32, f64, f16, bf16, u8, u16
 
 }  // namespace fp8lab

@@ -35,10 +35,24 @@ std::size_t dtype_size(DType d) {
   return 1;
 }
 
-std::int64_t Tensor::numel() const {
+std::optional<std::int64_t> checked_element_count(std::span<const std::int64_t> shape) {
   std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
+  for (std::int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
   return n;
+}
+
+std::optional<std::int64_t> checked_byte_count(std::span<const std::int64_t> shape, DType dtype) {
+  std::int64_t bytes = 0;
+  const std::optional<std::int64_t> n = checked_element_count(shape);
+  if (!n || __builtin_mul_overflow(*n, static_cast<std::int64_t>(dtype_size(dtype)), &bytes)) return std::nullopt;
+  return bytes;
+}
+
+std::int64_t Tensor::numel() const {
+  const std::optional<std::int64_t> n = checked_element_count(shape);
+  if (!n) throw std::invalid_argument("tensor shape " + shape_string() + " has more elements than int64 can count");
+  return *n;
 }
 
 std::string Tensor::shape_string() const {

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,12 +24,17 @@ class TensorFileError : public std::runtime_error {
       : std::runtime_error(file.string() + ": " + problem) {}
 };
 
+// Element and byte counts of a shape, or nothing when an extent is negative or the product
+// overflows int64 (a file header can claim any shape: check before multiplying or allocating).
+std::optional<std::int64_t> checked_element_count(std::span<const std::int64_t> shape);
+std::optional<std::int64_t> checked_byte_count(std::span<const std::int64_t> shape, DType dtype);
+
 struct Tensor {
   DType dtype = DType::f32;
   std::vector<std::int64_t> shape;
   std::vector<std::byte> bytes;  // numel() * dtype_size(dtype), little-endian
 
-  std::int64_t numel() const;
+  std::int64_t numel() const;  // throws std::invalid_argument when the count overflows int64
   std::string shape_string() const;  // "4096x7168"
 
   static Tensor from_f32(std::vector<std::int64_t> shape, const std::vector<float>& values);

@@ -5,12 +5,20 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "harness/study/runner.hpp"  // kMaxThreads
+
 namespace fp8lab::cli {
 
 struct Command {
   CLI::App* subcommand = nullptr;
   std::function<int()> run;
 };
+
+// `fp8lab compare` found a metric that got worse (1 stays "internal error", 2 "bad input").
+inline constexpr int kRegressionExitCode = 3;
+
+// --threads for commands that run GEMMs: 0 (all cores) to kMaxThreads, anything else refused.
+CLI::Option* add_threads_option(CLI::App* sub, int& threads);
 
 Command add_quantize_command(CLI::App& app);
 Command add_synth_command(CLI::App& app);

@@ -13,7 +13,9 @@
 #include "harness/cli/commands.hpp"
 #include "harness/gemm_errors.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
+#include "harness/memory_budget.hpp"
 #include "harness/operand_checks.hpp"
+#include "harness/output_files.hpp"
 #include "harness/backend_select.hpp"
 
 namespace fp8lab::cli {
@@ -29,6 +31,7 @@ struct GemmOptionsCli {
   int threads = 0;
   std::string backend = "auto";
   bool json = false;
+  bool ignore_memory_limit = false;
 };
 
 nlohmann::json error_json(const ErrorWithInterval& e) {
@@ -64,6 +67,7 @@ int run_gemm(const GemmOptionsCli& o) {
                           parse_output_type(o.output)};
   const Granularity ga = Granularity::parse(o.a_granularity), gb = Granularity::parse(o.b_granularity);
   if (o.sample_rows < 0 || o.sample_cols < 0) throw std::invalid_argument("--sample-rows/--sample-cols must be >= 0");
+  if (!o.out.empty()) require_writable_location(o.out);
   const std::unique_ptr<Backend> backend = select_backend(o.backend, /*needs_gemm=*/true);
 
   const MatrixOperand a = load_matrix_operand(o.a, o.a_name);
@@ -72,6 +76,14 @@ int run_gemm(const GemmOptionsCli& o) {
     throw std::invalid_argument(o.a + " is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + " and " + o.b +
                                 " is " + std::to_string(b.rows) + "x" + std::to_string(b.cols) +
                                 ": A (M x K) and B (N x K) must share K");
+  {
+    const std::int64_t rows_out = o.sample_rows > 0 ? std::min(o.sample_rows, a.rows) : a.rows;
+    const std::int64_t cols_out = o.sample_cols > 0 ? std::min(o.sample_cols, b.rows) : b.rows;
+    require_memory(gemm_peak_bytes(a.rows, b.rows, a.cols, rows_out, cols_out),
+                   "gemm of " + o.a + " and " + o.b + " (" + std::to_string(rows_out) + " x " + std::to_string(cols_out) +
+                       " outputs; --sample-rows/--sample-cols compute fewer)",
+                   o.ignore_memory_limit);
+  }
   const QuantizedTensor qa = backend->quantize(a.values, a.rows, a.cols, {format, ga, rule});
   const QuantizedTensor qb = backend->quantize(b.values, b.rows, b.cols, {format, gb, rule});
   const GemmPlan plan = plan_gemm(qa, qb, config);  // refuses invalid combinations before any work
@@ -86,6 +98,8 @@ int run_gemm(const GemmOptionsCli& o) {
   const std::vector<float> out = backend->gemm_nt(qa, qb, config, {o.threads, false, rows, cols});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const GemmErrors errors = gemm_errors(a.values, b.values, qa, qb, out, rows, cols);
+  if (const std::optional<std::string> why = non_finite_reason(errors, out))
+    throw std::invalid_argument(o.a + " x " + o.b + ": " + *why);
   if (!o.out.empty())
     write_npy(o.out, Tensor::from_f32({errors.rows_computed, errors.cols_computed}, out));
 
@@ -153,7 +167,9 @@ Command add_gemm_command(CLI::App& app) {
   sub->add_option("--sample-rows", o->sample_rows, "Compute only this many random output rows (0: all)");
   sub->add_option("--sample-cols", o->sample_cols, "Compute only this many random output columns (0: all)");
   sub->add_option("--seed", o->seed, "Seed of the row/column sample")->capture_default_str();
-  sub->add_option("--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
+  add_threads_option(sub, o->threads);
+  sub->add_flag(kIgnoreMemoryLimitFlag, o->ignore_memory_limit,
+                "Compute even when the memory estimate exceeds what the machine has available");
   sub->add_option("--backend", o->backend, "cpu, cuda or auto (cuda when a device is there and can run GEMMs)")
       ->capture_default_str();
   sub->add_flag("--json", o->json, "Print the report as JSON");

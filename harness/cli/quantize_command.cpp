@@ -10,6 +10,7 @@
 #include "harness/cli/commands.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
 #include "harness/operand_checks.hpp"
+#include "harness/output_files.hpp"
 #include "harness/backend_select.hpp"
 #include "kernels/cpu/quantize.hpp"
 
@@ -43,12 +44,15 @@ GranularityResult run_one(Backend& backend, const std::vector<float>& x, std::in
   return r;
 }
 
-void write_outputs(const QuantizeOptions& o, const GranularityResult& r) {
+// All three files or none: each is written under a temporary name, renamed once all are.
+void write_outputs(const QuantizeOptions& o, const GranularityResult& r, PendingOutputs& pending) {
   const std::vector<std::int64_t> shape = {r.quantized.rows, r.quantized.cols};
-  if (!o.codes_out.empty()) write_npy(o.codes_out, Tensor::from_u8(shape, r.quantized.codes));
+  if (!o.codes_out.empty()) write_npy(pending.add(o.codes_out), Tensor::from_u8(shape, r.quantized.codes));
   if (!o.scales_out.empty())
-    write_npy(o.scales_out, Tensor::from_f32({r.quantized.scale_rows, r.quantized.scale_cols}, r.quantized.scales));
-  if (!o.dequant_out.empty()) write_npy(o.dequant_out, Tensor::from_f32(shape, r.dequantized));
+    write_npy(pending.add(o.scales_out),
+              Tensor::from_f32({r.quantized.scale_rows, r.quantized.scale_cols}, r.quantized.scales));
+  if (!o.dequant_out.empty()) write_npy(pending.add(o.dequant_out), Tensor::from_f32(shape, r.dequantized));
+  pending.commit();
 }
 
 int run_quantize(const QuantizeOptions& o) {
@@ -59,6 +63,8 @@ int run_quantize(const QuantizeOptions& o) {
     throw std::invalid_argument("--codes/--scales/--dequant need exactly one --granularity");
   const Fp8Format format = parse_fp8_format(o.format);
   const ScaleRule rule = parse_scale_rule(o.scale);
+  for (const std::string* out : {&o.codes_out, &o.scales_out, &o.dequant_out})
+    if (!out->empty()) require_writable_location(*out);  // refused before any work
   const std::unique_ptr<Backend> backend = select_backend(o.backend, /*needs_gemm=*/false);
 
   const MatrixOperand operand = load_matrix_operand(o.tensor, o.name);
@@ -81,7 +87,10 @@ int run_quantize(const QuantizeOptions& o) {
   }
   for (const Granularity& g : granularities) {
     const GranularityResult r = run_one(*backend, x, rows, cols, {format, g, rule}, floor);
-    if (writes_files) write_outputs(o, r);
+    if (writes_files) {
+      PendingOutputs pending;
+      write_outputs(o, r, pending);
+    }
     const ErrorMetrics& m = r.metrics;
     if (o.json) {
       nlohmann::json entry = {{"granularity", g.to_string()},

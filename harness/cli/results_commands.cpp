@@ -1,22 +1,51 @@
 // fp8lab run / report / compare / merge / layers: studies to HDF5 and back.
 #include <charconv>
+#include <cmath>
+#include <map>
 #include <cstdio>
 #include <memory>
 
 #include "data/layer_catalog.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/memory_budget.hpp"
+#include "harness/output_files.hpp"
+#include "harness/results/results_file.hpp"
 #include "harness/results/results_report.hpp"
+#include "harness/study/input_hashes.hpp"
 #include "harness/study/runner.hpp"
 
 namespace fp8lab::cli {
 namespace {
 
 void parse_shard(const std::string& text, RunOptions& o) {
+  // Both numbers whole: "0/3x" or "0/" is a typo, not shard 0 of 3.
+  const auto whole_number = [](const char* first, const char* last, int& value) {
+    const auto [end, error] = std::from_chars(first, last, value);
+    return error == std::errc() && end == last && first != last;
+  };
   const std::size_t slash = text.find('/');
-  const bool ok = slash != std::string::npos &&
-                  std::from_chars(text.data(), text.data() + slash, o.shard_index).ec == std::errc() &&
-                  std::from_chars(text.data() + slash + 1, text.data() + text.size(), o.shard_count).ec == std::errc();
+  const bool ok = slash != std::string::npos && whole_number(text.data(), text.data() + slash, o.shard_index) &&
+                  whole_number(text.data() + slash + 1, text.data() + text.size(), o.shard_count);
   if (!ok) throw std::invalid_argument("--shard '" + text + "' is not I/N (e.g. 0/4)");
+}
+
+// Shards computed from different versions of an input tensor file must not be merged.
+void require_same_inputs(const std::vector<std::filesystem::path>& shards) {
+  std::map<std::string, std::string> first;
+  std::filesystem::path first_shard;
+  for (const std::filesystem::path& shard : shards) {
+    const ResultsFile r = ResultsFile::open(shard, false);
+    bool has_sources = false;
+    for (const ColumnDef& c : r.columns()) has_sources = has_sources || c.name == "operand_source";
+    if (!has_sources) continue;
+    const std::map<std::string, std::string> hashes = input_file_hashes(r.read_str("operand_source"));
+    if (first_shard.empty()) {
+      first = hashes;
+      first_shard = shard;
+    } else if (const auto changed = changed_input_file(first, first_shard.string(), hashes, shard.string())) {
+      throw std::invalid_argument(*changed + "; the shards were computed from different versions of it");
+    }
+  }
 }
 
 }  // namespace
@@ -30,8 +59,10 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--backend", o->backend, "cpu, cuda or auto (auto: cuda when available, else cpu)")->capture_default_str();
   sub->add_flag("--resume", o->resume, "Complete an interrupted results file: compute only the missing points");
   sub->add_option("--shard", *shard, "Run only points I, I+N, I+2N, ... of the grid (I/N), for splitting across machines");
-  sub->add_option("--threads", o->threads, "Threads (0: all cores)")->capture_default_str();
+  add_threads_option(sub, o->threads);
   sub->add_flag("--quiet", o->quiet, "No progress on stderr");
+  sub->add_flag(kIgnoreMemoryLimitFlag, o->ignore_memory_limit,
+                "Run even when a point's memory estimate exceeds what the machine has available");
   return {sub, [o, shard] {
             if (!shard->empty()) parse_shard(*shard, *o);
             const std::filesystem::path out = run_study(*o);
@@ -57,7 +88,7 @@ Command add_report_command(CLI::App& app) {
 
 Command add_compare_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
-      "compare", "Compare a results file with a baseline; exit 1 with a table of every metric that got worse");
+      "compare", "Compare a results file with a baseline; exit 3 with a table of every metric that got worse");
   sub->footer("A metric is worse when it moves the bad way (errors and 1 - cosine up, SQNR down) by more than\n"
               "max(rtol |baseline|, floor-scale x its noise floor). The floor is what FP64 rounding of the\n"
               "references alone can move the metric at that point (derivation: harness/results/results_report.cpp):\n" +
@@ -68,14 +99,23 @@ Command add_compare_command(CLI::App& app) {
   auto floor_scale = std::make_shared<double>(1.0);
   sub->add_option("BASELINE", *base, "Baseline results (.h5)")->required();
   sub->add_option("NEW", *next, "New results (.h5)")->required();
-  sub->add_option("--rtol", *rtol, "Relative tolerance before a change counts as worse")->capture_default_str();
+  const CLI::Validator finite_non_negative(
+      [](std::string& text) -> std::string {
+        double v = -1;
+        return CLI::detail::lexical_cast(text, v) && v >= 0 && std::isfinite(v) ? ""
+                                                                             : "must be a finite number >= 0, got " + text;
+      },
+      "a finite number >= 0");
+  sub->add_option("--rtol", *rtol, "Relative tolerance before a change counts as worse (a finite number >= 0)")
+      ->check(finite_non_negative)
+      ->capture_default_str();
   sub->add_option("--floor-scale", *floor_scale, "Multiplier of the absolute noise floors (0: relative tolerance only)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_non_negative)
+      ->capture_default_str();
   return {sub, [base, next, rtol, floor_scale] {
             const Comparison c = compare_results(*base, *next, *rtol, *floor_scale);
             std::printf("%s", c.table().c_str());
-            return c.worse.empty() ? 0 : 1;
+            return c.worse.empty() ? 0 : kRegressionExitCode;
           }};
 }
 
@@ -86,7 +126,13 @@ Command add_merge_command(CLI::App& app) {
   sub->add_option("OUT", *out, "Merged results file (must not exist)")->required();
   sub->add_option("SHARDS", *shards, "Shard results files")->required();
   return {sub, [out, shards] {
-            merge_results(*out, std::vector<std::filesystem::path>(shards->begin(), shards->end()));
+            const std::vector<std::filesystem::path> inputs(shards->begin(), shards->end());
+            if (std::filesystem::exists(*out)) throw std::invalid_argument(*out + ": exists; merge writes a new file");
+            require_same_inputs(inputs);
+            // Written under a temporary name and renamed once complete: a failed merge leaves nothing.
+            PendingOutputs pending;
+            merge_results(pending.add(*out), inputs);
+            pending.commit();
             std::printf("%s", report_table(*out).c_str());
             return 0;
           }};

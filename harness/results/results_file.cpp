@@ -127,10 +127,14 @@ ResultsFile ResultsFile::open(const std::filesystem::path& file, bool writable) 
   H5G_info_t info;
   h5::check(H5Gget_info(r.file_.get(), &info), "H5Gget_info");
   for (hsize_t i = 0; i < info.nlinks; ++i) {
-    char name[512];
-    H5Lget_name_by_idx(r.file_.get(), ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT);
+    char name[512] = "";
+    // Creation order when the file tracks it (fp8lab's do), else name order (files made elsewhere).
+    if (H5Lget_name_by_idx(r.file_.get(), ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT) < 0 &&
+        H5Lget_name_by_idx(r.file_.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT) < 0)
+      throw h5::H5Error(file.string() + ": cannot list its variables (damaged file?)");
     if (std::strcmp(name, kRunDimension) == 0) continue;
-    h5::Dataset d(H5Dopen2(r.file_.get(), name, H5P_DEFAULT), "H5Dopen2");
+    h5::Dataset d(H5Dopen2(r.file_.get(), name, H5P_DEFAULT));
+    if (d.get() < 0) continue;  // a group or another object: not a column
     const std::string type = read_string_attribute(d.get(), "fp8lab_type");
     if (type.empty()) continue;
     ColumnDef c{name, type == "f64" ? ColumnDef::Type::f64 : type == "i64" ? ColumnDef::Type::i64 : ColumnDef::Type::str,
@@ -141,10 +145,26 @@ ResultsFile ResultsFile::open(const std::filesystem::path& file, bool writable) 
       const hsize_t complete = static_cast<hsize_t>(r.rows_);
       h5::check(H5Dset_extent(d.get(), &complete), "H5Dset_extent");
     }
+    {
+      const h5::Dataspace space(H5Dget_space(d.get()), "H5Dget_space");
+      hsize_t size = 0;
+      if (H5Sget_simple_extent_ndims(space.get()) != 1 || H5Sget_simple_extent_dims(space.get(), &size, nullptr) < 0 ||
+          size < static_cast<hsize_t>(r.rows_))
+        throw h5::H5Error(file.string() + ": column '" + c.name + "' is not 1-D with one value per point (damaged file?)");
+    }
     r.columns_.push_back(c);
     r.datasets_.emplace(c.name, std::move(d));
   }
+  for (const char* required : {"grid_index", "point_key", "status"})
+    if (!r.datasets_.contains(required))
+      throw h5::H5Error(file.string() + ": not an fp8lab results file (no '" + required + "' column)");
   return r;
+}
+
+void ResultsFile::close() {
+  datasets_.clear();
+  run_.reset();
+  file_.reset();
 }
 
 hid_t ResultsFile::dataset(const std::string& name) const {

@@ -32,7 +32,9 @@ class ResultsFile {
   // Creates `file` (which must not exist) with the given columns and root attributes.
   static ResultsFile create(const std::filesystem::path& file, const std::vector<ColumnDef>& columns,
                             const std::map<std::string, std::string>& root_attributes);
-  // Opens an existing results file for appending (resume) or reading.
+  // Opens an existing results file for appending (resume) or reading. Throws H5Error naming
+  // the file when it is not one fp8lab wrote: no `run` dimension, no point_key / status /
+  // grid_index column, or a column shorter than `run`.
   static ResultsFile open(const std::filesystem::path& file, bool writable);
 
   std::int64_t rows() const { return rows_; }
@@ -43,6 +45,7 @@ class ResultsFile {
   std::vector<std::int64_t> read_i64(const std::string& column) const;
   std::vector<std::string> read_str(const std::string& column) const;
   std::string root_attribute(const std::string& name) const;  // "" when absent
+  void close();  // releases the file (it stays on disk); no other call is valid afterwards
   void set_root_attribute(const std::string& name, const std::string& value);
 
  private:

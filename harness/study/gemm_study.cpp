@@ -26,6 +26,7 @@
 #include "data/synthetic_tensors.hpp"
 #include "data/sha256.hpp"
 #include "harness/gemm_errors.hpp"
+#include "harness/memory_budget.hpp"
 #include "harness/operand_checks.hpp"
 #include "harness/real_layers.hpp"
 #include "harness/study/study_kind.hpp"
@@ -107,7 +108,9 @@ class GemmStudy final : public StudyKind {
     sample_seed_ = spec.get_int("sampling.seed", 0);
     if (tokens_ <= 0) throw spec.error("operands.tokens", "must be positive");
     if (outlier_channels_ < 0) throw spec.error("operands.outlier_channels", "must be >= 0");
-    if (!(outlier_scale_ > 0)) throw spec.error("operands.outlier_scale", "must be positive");
+    if (!(outlier_scale_ > 0) || !(outlier_scale_ <= std::numeric_limits<float>::max()))
+      throw spec.error("operands.outlier_scale", "must be a positive number within the FP32 range (at most 3.4e38)",
+                       &spec.table.at_path("operands.outlier_scale").node()->source());
     if (sample_rows_ < 0 || sample_cols_ < 0) throw spec.error("sampling", "rows and cols must be >= 0");
     if (spec.table["tensors"]) load_own_tensors(spec);
   }
@@ -192,6 +195,9 @@ class GemmStudy final : public StudyKind {
     const std::vector<float>& b = gemm == "fprop" ? ops.w
                                   : gemm == "dgrad" ? ops.transposed(ops.w, ops.w_t, ops.dims.out, ops.dims.in)
                                                     : ops.transposed(ops.x, ops.x_t, ops.dims.tokens, ops.dims.in);
+    // What reaches the kernels must be finite in FP32, the precision they see.
+    require_finite_operand(a, s.k, "A");
+    require_finite_operand(b, s.k, "B");
     const Fp8Format f = parse_fp8_format(p.at("format"));
     const ScaleRule rule = parse_scale_rule(p.at("scale"));
     Backend& backend = *context.backend;
@@ -206,6 +212,7 @@ class GemmStudy final : public StudyKind {
     const std::vector<float> out = backend.gemm_nt(qa, qb, gemm_config, {context.threads, false, rows, cols});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const GemmErrors errors = gemm_errors(a, b, qa, qb, out, rows, cols);
+    if (const std::optional<std::string> why = non_finite_reason(errors, out)) throw PointFailure(*why);
 
     Row row = shape_row(p);
     row["rows_computed"] = errors.rows_computed;
@@ -228,6 +235,21 @@ class GemmStudy final : public StudyKind {
       row[name + "_one_minus_cosine"] = e->metrics.one_minus_cosine;
     }
     return row;
+  }
+
+  MemoryEstimate memory_estimate(const Point& p) const override {
+    const GemmShape s = shape(p);
+    const LayerDims d = dims(p.at("layer"));
+    const auto u = [](std::int64_t x) { return static_cast<std::uint64_t>(x); };
+    // X, W, dY in FP32 and their transposes, then the GEMM of this point.
+    const std::uint64_t operands = saturating_mul(
+        8, saturating_add(saturating_add(saturating_mul(u(d.tokens), u(d.in)), saturating_mul(u(d.out), u(d.in))),
+                          saturating_mul(u(d.tokens), u(d.out))));
+    const std::int64_t rows = sample_rows_ > 0 ? std::min(sample_rows_, s.m) : s.m;
+    const std::int64_t cols = sample_cols_ > 0 ? std::min(sample_cols_, s.n) : s.n;
+    const bool synthetic = p.at("layer") != kTensorsLayer && !is_real(p.at("layer"));
+    return {saturating_add(operands, gemm_peak_bytes(s.m, s.n, s.k, rows, cols)),
+            synthetic && d.tokens >= std::max(d.out, d.in) ? "operands.tokens" : "axes.layer"};
   }
 
   std::string operand_description() const override {

@@ -28,6 +28,9 @@ std::vector<Point> expand_grid(const StudySpec& spec, const StudyKind& kind) {
                        &axis.positions.front());
     }
     for (std::size_t i = 0; i < axis.values.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j)
+        if (axis.values[j] == axis.values[i])
+          throw spec.error("axes." + axis.name, "value '" + axis.values[i] + "' is listed twice", &axis.positions[i]);
       try {
         kind.validate_value(axis.name, axis.values[i]);
       } catch (const std::invalid_argument& e) {
@@ -42,6 +45,11 @@ std::vector<Point> expand_grid(const StudySpec& spec, const StudyKind& kind) {
       if (axis.name == d.name) v = axis.values;
     values.push_back(v);
   }
+  std::size_t count = 1;
+  for (const std::vector<std::string>& v : values)
+    if (__builtin_mul_overflow(count, v.size(), &count) || count > kMaxGridPoints)
+      throw spec.error("axes", "the grid (the product of the axes) has more than " + std::to_string(kMaxGridPoints) +
+                                   " points; split the study");
   std::vector<Point> points(1);
   for (std::size_t a = 0; a < defs.size(); ++a) {
     std::vector<Point> next;

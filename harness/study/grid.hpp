@@ -7,6 +7,10 @@
 
 namespace fp8lab {
 
+inline constexpr std::size_t kMaxGridPoints = 1'000'000;
+
+// Throws SpecError naming the axis for an unknown axis, a bad or repeated value, or a grid
+// larger than kMaxGridPoints.
 std::vector<Point> expand_grid(const StudySpec& spec, const StudyKind& kind);
 
 }  // namespace fp8lab

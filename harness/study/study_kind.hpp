@@ -2,7 +2,9 @@
 // A kind of study: its axes, the settings it reads, which grid points are invalid (and
 // why), and the computation and metrics of one point. The runner (harness/study/runner)
 // knows nothing else about it, so a new kind is a new file plus one line in study_kinds.cpp.
+#include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +35,20 @@ struct RunContext {
   Backend* backend = nullptr;  // the one the run selected (--backend)
 };
 
+// Thrown by evaluate when a point gives no number (an operand not finite in the precision
+// the kernel sees, an FP32 output that overflowed): the runner writes the point with status
+// "failed" and this message as its reason, and goes on.
+class PointFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What one point will allocate at its peak, and the spec field to blame when it is too much.
+struct MemoryEstimate {
+  std::uint64_t bytes = 0;
+  std::string field;
+};
+
 class StudyKind {
  public:
   virtual ~StudyKind() = default;
@@ -53,6 +69,8 @@ class StudyKind {
   // The values of result_columns() for one point (NaN / 0 for a skipped point).
   virtual Row evaluate(const Point& point, const RunContext& context) = 0;
   virtual Row skipped_row(const Point& point) const = 0;
+  // Peak memory of evaluating the point (the runner refuses a grid that cannot fit).
+  virtual MemoryEstimate memory_estimate(const Point&) const { return {}; }
   // Root attributes describing where operand values come from, etc.
   virtual std::string operand_description() const = 0;
 };

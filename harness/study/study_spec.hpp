@@ -6,6 +6,7 @@
 // Every error names the file, the field and, where TOML knows it, line and column.
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <toml++/toml.h>
@@ -37,8 +38,19 @@ struct StudySpec {
   std::int64_t get_int(const std::string& dotted, std::int64_t fallback) const;
   double get_double(const std::string& dotted, double fallback) const;
   std::string get_string(const std::string& dotted, const std::string& fallback) const;
+
+  // After the study kind has read its settings: every key outside [axes] must be one that was
+  // asked for, else SpecError "FILE:LINE:COL: field 'operands.token': unknown key (did you
+  // mean 'tokens'?)"; a table nobody asked for is named as an unknown table.
+  void check_unknown_keys() const;
+
+ private:
+  mutable std::set<std::string> requested_;  // every dotted key a get_* asked for
 };
 
 StudySpec load_study_spec(const std::filesystem::path& file);
+// The same from the file's text (`file` names it in errors, and [tensors] paths are relative
+// to its folder): what the fuzz target drives.
+StudySpec parse_study_spec(std::string text, const std::filesystem::path& file);
 
 }  // namespace fp8lab

@@ -92,9 +92,9 @@ x = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
 bits = (x.view(np.uint32) >> 16).astype(np.uint16)           # truncation gives valid bf16 values
 np.save(f"{w}/b.npy", bits.view(np.dtype([("bf16", "<u2")])).reshape(64, 256))
 header = {"w": {"dtype": "F32", "shape": [64, 256], "data_offsets": [0, x.nbytes]},
-          "v": {"dtype": "F32", "shape": [64, 256], "data_offsets": [0, x.nbytes]}}
+          "v": {"dtype": "F32", "shape": [64, 256], "data_offsets": [x.nbytes, 2 * x.nbytes]}}
 h = json.dumps(header).encode()
-open(f"{w}/m.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + x.tobytes())
+open(f"{w}/m.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + x.tobytes() + x.tobytes())
 PY
   expect_exit 0 "$fp8lab" quantize "$work/b.npy" --granularity tile:1x64
   grep -q "64x256 bf16 -> e4m3" "$work/out" || fail "bf16 .npy not read as bf16: $(cat "$work/out")"

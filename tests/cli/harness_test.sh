@@ -66,7 +66,7 @@ case_threads_do_not_change_results() {
 case_kill_and_resume() {
   "$fp8lab" run "$resume_spec" -o "$work/r.h5" --quiet >/dev/null 2>&1 &
   local pid=$!
-  sleep 3
+  wait_for_points "$work/r.h5" 3 || fail "no 3 points finished within 120 s"   # a count, not a time: load-proof
   kill -9 "$pid" 2>/dev/null || fail "the sweep finished before it could be killed"
   wait "$pid" 2>/dev/null || true
   local done_rows
@@ -185,7 +185,7 @@ case_regression_baseline() {
 
 case_regression_detects_broken_rounding() {
   FP8LAB_TEST_BREAK_ROUNDING=1 expect_exit 0 "$fp8lab" run "$ci_spec" -o "$work/broken.h5" --quiet
-  expect_exit 1 "$fp8lab" compare "$source_dir/results/baselines/ci.h5" "$work/broken.h5"
+  expect_exit 3 "$fp8lab" compare "$source_dir/results/baselines/ci.h5" "$work/broken.h5"   # 3: regression found
   grep -qE "^accumulation_rel_frobenius +[0-9.e-]+ +[0-9.e-]+ +[0-9.]+%" "$work/out" ||
     fail "the table does not show the worse accumulation error: $(head -5 "$work/out")"
 }

@@ -17,3 +17,23 @@ expect_one_line_error() {
   [[ $(wc -l <"$work/err") == 1 ]] || fail "stderr is not one line: $(cat "$work/err")"
   grep -qF -- "$fragment" "$work/err" || fail "stderr lacks '$fragment': $(cat "$work/err")"
 }
+
+# wait_for_points FILE N: until the results file FILE holds at least N finished points (read
+# while the sweep writes it, without file locking; a read that races a write is retried),
+# at most 120 s. For tests that interrupt a sweep after a point count, not after a time.
+wait_for_points() {
+  HDF5_USE_FILE_LOCKING=FALSE "$py" - "$1" "$2" <<'PY'
+import sys, time, h5py
+path, want = sys.argv[1], int(sys.argv[2])
+deadline = time.time() + 120
+while time.time() < deadline:
+    try:
+        with h5py.File(path, "r") as f:
+            if f["run"].shape[0] >= want:
+                sys.exit(0)
+    except Exception:
+        pass
+    time.sleep(0.05)
+sys.exit(1)
+PY
+}

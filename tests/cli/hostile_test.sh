@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# Hostile input (issue 11): no crash, no silent wrong number, exit 2 with one line naming the
+# file and the field for a user's mistake, no file left behind by a failed command.
+# Usage: hostile_test.sh CASE PATH/TO/fp8lab SOURCE_DIR. tests/README.md tabulates the classes.
+set -euo pipefail
+case_name=$1
+fp8lab=$2
+source_dir=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/test_lib.sh"
+
+# spec NAME BODY: a gemm study on one small layer, BODY appended (axes and tables).
+spec() {
+  printf '[study]\nname = "h"\nkind = "gemm"\n[axes]\nlayer = ["shape:128x128"]\n%s\n' "$2" >"$work/$1"
+}
+
+# no_new_files: nothing in $work but what the case made on purpose (listed in $keep).
+no_new_files() {
+  local extra
+  extra=$(cd "$work" && ls -A | grep -vxE "${keep}|out|err" || true)
+  [[ -z $extra ]] || fail "a failed command left files behind: $extra"
+}
+
+case_synth_huge() {
+  expect_one_line_error "rows x cols (4611686018427387904 x 4) is more elements" \
+    "$fp8lab" synth --rows 4611686018427387904 --cols 4 -o "$work/x.npy"
+  expect_one_line_error "synth --rows 1000000 --cols 1000000 needs about 8.0 TB of memory" \
+    "$fp8lab" synth --rows 1000000 --cols 1000000 -o "$work/x.npy"
+  grep -qF -- "--ignore-memory-limit" "$work/err" || fail "the refusal does not name the override flag"
+  keep="^$"; no_new_files
+}
+
+case_threads_bounds() {
+  expect_exit 0 "$fp8lab" synth --rows 64 --cols 128 -o "$work/a.npy"
+  for n in -1 5000 100000; do
+    expect_one_line_error "--threads: must be 0 (all cores) to 1024, got $n" "$fp8lab" gemm --a "$work/a.npy" --b "$work/a.npy" --threads "$n"
+    expect_one_line_error "--threads: must be 0 (all cores) to 1024, got $n" "$fp8lab" run "$source_dir/experiments/ci.toml" -o "$work/r.h5" --threads "$n"
+  done
+  [[ ! -e $work/r.h5 ]] || fail "a refused run created its results file"
+  expect_exit 0 "$fp8lab" gemm --a "$work/a.npy" --b "$work/a.npy" --threads 1024
+}
+
+case_damaged_results() {
+  spec s.toml 'seed = [1, 2, 3]'
+  expect_exit 0 "$fp8lab" run "$work/s.toml" -o "$work/r.h5" --quiet
+  cp "$work/r.h5" "$work/nostatus.h5"
+  "$py" -c "import h5py; del h5py.File('$work/nostatus.h5', 'r+')['status']"
+  expect_one_line_error "nostatus.h5: not an fp8lab results file (no 'status' column)" "$fp8lab" report "$work/nostatus.h5" --by promotion
+  expect_one_line_error "nostatus.h5: not an fp8lab results file" "$fp8lab" compare "$work/r.h5" "$work/nostatus.h5"
+  "$py" -c "import h5py; h5py.File('$work/short.h5', 'w')['run'] = [0, 1]"
+  expect_one_line_error "short.h5: not an fp8lab results file" "$fp8lab" report "$work/short.h5"
+}
+
+case_outlier_overflow() {
+  # synth refuses to write inf; a spec's scale beyond FP32 is refused naming file, line and field;
+  # a scale within FP32 whose operand still overflows marks the point failed with the reason.
+  expect_one_line_error "--outlier-scale 3e+38 makes element" "$fp8lab" synth --rows 64 --cols 64 --outlier-channels 64 --outlier-scale 3e38 -o "$work/x.npy"
+  expect_one_line_error "outlier_scale must be a positive number within the FP32 range" "$fp8lab" synth --rows 4 --cols 4 --outlier-channels 1 --outlier-scale 1e39 -o "$work/x.npy"
+  for scale in 1e39 inf nan; do
+    spec s.toml $'[operands]\noutlier_channels = 4\noutlier_scale = '"$scale"
+    expect_one_line_error "s.toml:8:17: field 'operands.outlier_scale': must be a positive number within the FP32 range" \
+      "$fp8lab" run "$work/s.toml" -o "$work/r.h5"
+  done
+  keep="s\.toml"; no_new_files
+  spec s.toml $'[operands]\noutlier_channels = 4\noutlier_scale = 3e38'
+  expect_exit 0 "$fp8lab" run "$work/s.toml" -o "$work/r.h5" --quiet
+  grep -qF "1 of 1 points failed" "$work/err" || fail "the run does not say a point failed: $(cat "$work/err")"
+  "$py" - "$work/r.h5" <<'PY' || fail "the overflowing point is not marked failed with its reason"
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+assert f["status"][0].decode() == "failed", f["status"][0]
+assert "operand A: element" in f["skip_reason"][0].decode() and "infinite in FP32" in f["skip_reason"][0].decode()
+assert np.isnan(f["total_rel_frobenius"][0]) and np.isnan(f["total_sqnr_db"][0])
+PY
+  expect_exit 0 "$fp8lab" report "$work/r.h5"
+  grep -qE "^failed " "$work/out" || fail "report does not show the failed point: $(cat "$work/out")"
+}
+
+case_gemm_overflow() {
+  # Finite operands whose product overflows FP32: no error is defined, so no numbers are printed.
+  "$py" -c "import numpy as np; np.save('$work/big.npy', np.full((32, 128), 1e20, np.float32))"
+  expect_one_line_error "the FP32 result overflowed" "$fp8lab" gemm --a "$work/big.npy" --b "$work/big.npy" --out "$work/c.npy"
+  [[ ! -e $work/c.npy ]] || fail "gemm wrote C after refusing it"
+}
+
+case_shape_overflow() {
+  "$py" - "$work" <<'PY'
+import json, struct, sys
+w = sys.argv[1]
+def st(name, header, data=b"\0" * 16):
+    h = header if isinstance(header, bytes) else json.dumps(header).encode()
+    open(f"{w}/{name}", "wb").write(struct.pack("<Q", len(h)) + h + data)
+st("e400.safetensors", b'{"w": {"dtype": "F32", "shape": [1e400, 4], "data_offsets": [0, 16]}}')
+st("u64.safetensors", {"w": {"dtype": "F32", "shape": [2**64 - 64, 2**64 - 256], "data_offsets": [0, 16]}})
+st("i64.safetensors", {"w": {"dtype": "F32", "shape": [2**62 + 4096, 4], "data_offsets": [0, 16]}})
+st("overlap.safetensors", {"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+                           "v": {"dtype": "F32", "shape": [2, 2], "data_offsets": [8, 24]}}, b"\0" * 24)
+def npy(name, header):
+    h = header.encode(); h += b" " * ((64 - (10 + len(h) + 1) % 64) % 64) + b"\n"
+    open(f"{w}/{name}", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h + b"\0" * 16)
+npy("i64.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427391999, 4), }")
+npy("maybe.npy", "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2, 2), }")
+PY
+  expect_one_line_error "e400.safetensors: bad header: " "$fp8lab" quantize "$work/e400.safetensors" --granularity row
+  expect_one_line_error "u64.safetensors: tensor 'w': field 'shape' holds the entry 18446744073709551552, larger than int64" \
+    "$fp8lab" quantize "$work/u64.safetensors" --granularity row
+  expect_one_line_error "i64.safetensors: tensor 'w': field 'shape' 4611686018427392000x4 of f32 has more bytes than int64 can count" \
+    "$fp8lab" quantize "$work/i64.safetensors" --granularity row
+  expect_one_line_error "overlap.safetensors: bad header: tensors 'w' and 'v' overlap" "$fp8lab" quantize "$work/overlap.safetensors" --name w --granularity row
+  expect_one_line_error "i64.npy: bad header: shape 4611686018427391999x4 of f32 has more bytes than int64 can count" \
+    "$fp8lab" quantize "$work/i64.npy" --granularity row
+  expect_one_line_error "maybe.npy: bad header: fortran_order is 'Maybe', not True or False" "$fp8lab" quantize "$work/maybe.npy" --granularity row
+}
+
+case_paths() {
+  expect_exit 0 "$fp8lab" synth --rows 64 --cols 128 -o "$work/a.npy"
+  mkdir "$work/dir.npy" "$work/dir.toml"
+  : >"$work/file"
+  expect_one_line_error "dir.npy: is a directory, not a tensor file" "$fp8lab" quantize "$work/dir.npy" --granularity row
+  expect_one_line_error "dir.npy: is a directory, not a tensor file" "$fp8lab" gemm --a "$work/dir.npy" --b "$work/a.npy"
+  expect_one_line_error "dir.toml: is a directory, not a study spec" "$fp8lab" run "$work/dir.toml"
+  expect_one_line_error "file/r.h5: cannot create directory" "$fp8lab" run "$source_dir/experiments/ci.toml" -o "$work/file/r.h5"
+  expect_one_line_error "file/x.npy: cannot write: " "$fp8lab" synth --rows 4 --cols 4 -o "$work/file/x.npy"
+  expect_one_line_error "file/c.npy: cannot write: " "$fp8lab" gemm --a "$work/a.npy" --b "$work/a.npy" --out "$work/file/c.npy"
+  expect_one_line_error "dir.npy: is a directory" "$fp8lab" quantize "$work/a.npy" --granularity row --dequant "$work/dir.npy"
+}
+
+case_memory_estimate() {
+  spec s.toml $'[operands]\ntokens = 2000000000'
+  expect_one_line_error "s.toml: field 'operands.tokens': point layer=shape:128x128" "$fp8lab" run "$work/s.toml" -o "$work/r.h5"
+  grep -qF "of memory but this machine has" "$work/err" || fail "the refusal does not compare with the machine: $(cat "$work/err")"
+  grep -qF -- "--ignore-memory-limit" "$work/err" || fail "the refusal does not name the override flag"
+  [[ ! -e $work/r.h5 ]] || fail "a refused run created its results file"
+  expect_exit 0 "$fp8lab" run --help
+  grep -qF -- "--ignore-memory-limit" "$work/out" || fail "run --help lacks --ignore-memory-limit"
+}
+
+case_no_file_left_behind() {
+  expect_exit 0 "$fp8lab" synth --rows 64 --cols 128 -o "$work/a.npy"
+  expect_one_line_error "nodir/s.npy: cannot write: directory" "$fp8lab" quantize "$work/a.npy" --granularity row --codes "$work/c.npy" --scales "$work/nodir/s.npy"
+  [[ ! -e $work/c.npy ]] || fail "quantize wrote --codes before failing on --scales"
+  # A merge that fails (a shard lacks a column) leaves no output.
+  spec s.toml 'seed = [1, 2]'
+  expect_exit 0 "$fp8lab" run "$work/s.toml" -o "$work/s0.h5" --shard 0/2 --quiet
+  expect_exit 0 "$fp8lab" run "$work/s.toml" -o "$work/s1.h5" --shard 1/2 --quiet
+  "$py" -c "import h5py; del h5py.File('$work/s1.h5', 'r+')['total_cosine']"
+  expect_exit 2 "$fp8lab" merge "$work/m.h5" "$work/s0.h5" "$work/s1.h5"
+  keep="a\.npy|s\.toml|s0\.h5|s1\.h5"; no_new_files
+}
+
+# own_spec X_FILE: a study on the spec's own tensors.
+own_spec() {
+  printf '[study]\nname = "own"\nkind = "gemm"\n[axes]\nlayer = ["tensors"]\nseed = [1, 2, 3, 4]\na_granularity = ["tile:1x64"]\nb_granularity = ["block:64x64"]\npromotion = [64]\n[tensors]\nx = "x.npy"\nw = "w.npy"\n' >"$work/own.toml"
+}
+
+case_changed_inputs() {
+  "$py" -c "
+import numpy as np
+rng = np.random.default_rng(1)
+np.save('$work/x.npy', rng.standard_normal((64, 128)).astype(np.float32))
+np.save('$work/w.npy', rng.standard_normal((32, 128)).astype(np.float32))"
+  own_spec
+  expect_exit 0 "$fp8lab" run "$work/own.toml" -o "$work/s0.h5" --shard 0/2 --quiet
+  "$py" -c "
+import numpy as np
+np.save('$work/x.npy', np.load('$work/x.npy') * 2)"
+  expect_exit 0 "$fp8lab" run "$work/own.toml" -o "$work/s1.h5" --shard 1/2 --quiet
+  expect_one_line_error "x.npy: sha256 " "$fp8lab" merge "$work/m.h5" "$work/s0.h5" "$work/s1.h5"
+  grep -qF "computed from different versions" "$work/err" || fail "$(cat "$work/err")"
+  [[ ! -e $work/m.h5 ]] || fail "a refused merge wrote its output"
+  # --resume of a file computed from the old x.npy: refused, naming the file.
+  "$py" -c "import h5py; f = h5py.File('$work/s0.h5', 'r')"
+  expect_one_line_error "x.npy: sha256 " "$fp8lab" run "$work/own.toml" -o "$work/s0.h5" --shard 0/2 --resume
+  grep -qF -- "--resume would mix results" "$work/err" || fail "$(cat "$work/err")"
+}
+
+case_data_dir_catalog() {
+  mkdir -p "$work/data/stories260K"
+  FP8LAB_DATA_DIR=$work/data expect_exit 0 "$fp8lab" layers
+  grep -qE "^deepseek-v3/o_proj " "$work/out" || fail "the shipped catalog is not used: $(cat "$work/out")"
+  spec s.toml ''
+  FP8LAB_DATA_DIR=$work/data expect_exit 0 "$fp8lab" run "$work/s.toml" -o "$work/r.h5" --quiet
+}
+
+case_unknown_spec_keys() {
+  spec s.toml $'[operands]\ntoken = 64'
+  expect_one_line_error "s.toml:7:1: field 'operands.token': unknown key (did you mean 'tokens'?)" "$fp8lab" run "$work/s.toml" -o "$work/r.h5"
+  spec s.toml $'[operandz]\ntokens = 64'
+  expect_one_line_error "s.toml:6:2: field 'operandz': unknown table [operandz] (did you mean 'operands'?)" "$fp8lab" run "$work/s.toml" -o "$work/r.h5"
+  spec s.toml $'[sampling]\nrows = 8\ncolumns = 8'
+  expect_one_line_error "field 'sampling.columns': unknown key" "$fp8lab" run "$work/s.toml" -o "$work/r.h5"
+  printf '[study]\nname = "h"\nkind = "gemm"\nowner = "me"\n' >"$work/s.toml"
+  expect_one_line_error "s.toml:4:1: field 'study.owner': unknown key" "$fp8lab" run "$work/s.toml" -o "$work/r.h5"
+  spec s.toml 'seed = [1, 1]'
+  expect_one_line_error "field 'axes.seed': value '1' is listed twice" "$fp8lab" run "$work/s.toml" -o "$work/r.h5"
+  [[ ! -e $work/r.h5 ]] || fail "a refused run created its results file"
+}
+
+case_compare_options() {
+  spec s.toml ''
+  expect_exit 0 "$fp8lab" run "$work/s.toml" -o "$work/r.h5" --quiet
+  expect_one_line_error "--rtol: must be a finite number >= 0, got -1" "$fp8lab" compare "$work/r.h5" "$work/r.h5" --rtol -1
+  expect_one_line_error "--rtol: must be a finite number >= 0, got nan" "$fp8lab" compare "$work/r.h5" "$work/r.h5" --rtol nan
+  expect_exit 0 "$fp8lab" compare "$work/r.h5" "$work/r.h5" --rtol 0
+  expect_one_line_error "missing.h5: no such results file" "$fp8lab" compare "$work/r.h5" "$work/missing.h5"
+  expect_exit 0 "$fp8lab" compare --help
+  grep -qF "exit 3" "$work/out" || fail "compare --help does not document exit 3"
+}
+
+case_usage_errors() {
+  expect_one_line_error "--shard '0/3x' is not I/N" "$fp8lab" run "$source_dir/experiments/ci.toml" --shard 0/3x -o "$work/r.h5"
+  expect_one_line_error "--rows is required" "$fp8lab" synth --cols 4 -o "$work/x.npy"
+  expect_one_line_error "unknown command 'frobnicate' (commands: run, " "$fp8lab" frobnicate
+}
+
+case_interrupt() {
+  "$fp8lab" run "$source_dir/experiments/resume_check.toml" -o "$work/r.h5" --quiet >/dev/null 2>"$work/err" &
+  local pid=$!
+  wait_for_points "$work/r.h5" 1 || fail "no point finished in time"
+  kill -INT "$pid"
+  local got=0
+  wait "$pid" || got=$?
+  [[ $got == 130 ]] || fail "exit $got after SIGINT, want 130"
+  grep -qF "fp8lab: interrupted (SIGINT); $work/r.h5 keeps every finished point" "$work/err" || fail "$(cat "$work/err")"
+  grep -qF -- "--resume completes it" "$work/err" || fail "$(cat "$work/err")"
+}
+
+"case_$case_name"
+echo "PASS [$case_name]"
