@@ -148,7 +148,7 @@ std::optional<std::string> non_finite_reason(const GemmErrors& errors, std::span
                                 {"accumulation", &errors.accumulation},
                                 {"total", &errors.total}}) {
     const ErrorMetrics& m = e->metrics;
-    for (const double v : {m.rel_frobenius, m.deepgemm_diff, m.max_abs, m.max_rel, m.cosine})
+    for (const double v : {m.rel_frobenius, m.deepgemm_diff, m.max_abs, m.max_rel, m.one_minus_cosine})
       if (!std::isfinite(v))
         return std::string(name) + " error is not finite (the FP64 reference overflowed or is all zero)";
   }
