@@ -144,7 +144,7 @@ case_no_file_left_behind() {
   spec s.toml 'seed = [1, 2]'
   expect_exit 0 "$fp8lab" run "$work/s.toml" -o "$work/s0.h5" --shard 0/2 --quiet
   expect_exit 0 "$fp8lab" run "$work/s.toml" -o "$work/s1.h5" --shard 1/2 --quiet
-  "$py" -c "import h5py; del h5py.File('$work/s1.h5', 'r+')['total_cosine']"
+  "$py" -c "import h5py; del h5py.File('$work/s1.h5', 'r+')['total_one_minus_cosine']"
   expect_exit 2 "$fp8lab" merge "$work/m.h5" "$work/s0.h5" "$work/s1.h5"
   keep="a\.npy|s\.toml|s0\.h5|s1\.h5"; no_new_files
 }

@@ -20,13 +20,14 @@ constexpr double kRms = 50.0;
 
 // One point with K = 4096 (eta ~ 1.2e-10) and the given metric values.
 void write_results(const std::filesystem::path& file, const std::map<std::string, double>& metrics) {
-  std::vector<ColumnDef> columns = {{"point_key", ColumnDef::Type::str, "", "point"},
+  std::vector<ColumnDef> columns = {{"grid_index", ColumnDef::Type::i64, "1", "index in the grid"},
+                                    {"point_key", ColumnDef::Type::str, "", "point"},
                                     {"status", ColumnDef::Type::str, "", "status"},
                                     {"k", ColumnDef::Type::i64, "1", "K"},
                                     {"reference_rms", ColumnDef::Type::f64, "1", "RMS of the reference"}};
   for (const auto& [name, value] : metrics) columns.push_back({name, ColumnDef::Type::f64, "1", name});
   ResultsFile f = ResultsFile::create(file, columns, {{"study", "floors"}});
-  Row row = {{"point_key", std::string("layer=x")}, {"status", std::string("ok")}, {"k", kK}, {"reference_rms", kRms}};
+  Row row = {{"grid_index", std::int64_t{0}}, {"point_key", std::string("layer=x")}, {"status", std::string("ok")}, {"k", kK}, {"reference_rms", kRms}};
   for (const auto& [name, value] : metrics) row[name] = value;
   f.append(row);
 }
