@@ -62,6 +62,14 @@ void append_element(hid_t dataset, std::int64_t row, hid_t type, const void* dat
   h5::check(H5Dwrite(dataset, type, memory_space.get(), file_space.get(), H5P_DEFAULT, data), "H5Dwrite");
 }
 
+// An HDF5 failure past the first checks (a write to a full disk, a damaged dataset) names the
+// file, as every other error does; messages that already start with it are kept as they are.
+[[noreturn]] void rethrow_naming(const std::filesystem::path& file, const h5::H5Error& e) {
+  const std::string what = e.what();
+  if (what.starts_with(file.string())) throw e;
+  throw h5::H5Error(file.string() + ": " + what);
+}
+
 const char* type_name(ColumnDef::Type t) {
   return t == ColumnDef::Type::f64 ? "f64" : t == ColumnDef::Type::i64 ? "i64" : "str";
 }
@@ -75,7 +83,7 @@ std::string hdf5_library_version() {
 }
 
 ResultsFile ResultsFile::create(const std::filesystem::path& file, const std::vector<ColumnDef>& columns,
-                                const std::map<std::string, std::string>& root_attributes) {
+                                const std::map<std::string, std::string>& root_attributes) try {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions with our messages, not stack dumps
   ResultsFile r;
   r.path_ = file;
@@ -104,9 +112,11 @@ ResultsFile ResultsFile::create(const std::filesystem::path& file, const std::ve
   for (const auto& [name, value] : root_attributes) write_string_attribute(r.file_.get(), name, value);
   h5::check(H5Fflush(r.file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
   return r;
+} catch (const h5::H5Error& e) {
+  rethrow_naming(file, e);
 }
 
-ResultsFile ResultsFile::open(const std::filesystem::path& file, bool writable) {
+ResultsFile ResultsFile::open(const std::filesystem::path& file, bool writable) try {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   if (!std::filesystem::exists(file)) throw h5::H5Error(file.string() + ": no such results file");
   if (H5Fis_hdf5(file.c_str()) <= 0) throw h5::H5Error(file.string() + ": not an HDF5 file");
@@ -159,6 +169,8 @@ ResultsFile ResultsFile::open(const std::filesystem::path& file, bool writable) 
     if (!r.datasets_.contains(required))
       throw h5::H5Error(file.string() + ": not an fp8lab results file (no '" + required + "' column)");
   return r;
+} catch (const h5::H5Error& e) {
+  rethrow_naming(file, e);
 }
 
 void ResultsFile::close() {
@@ -173,7 +185,7 @@ hid_t ResultsFile::dataset(const std::string& name) const {
   return it->second.get();
 }
 
-void ResultsFile::append(const Row& row) {
+void ResultsFile::append(const Row& row) try {
   // Check the whole row first so a bad row never leaves columns of different lengths.
   for (const ColumnDef& c : columns_) {
     const auto it = row.find(c.name);
@@ -199,6 +211,8 @@ void ResultsFile::append(const Row& row) {
   append_element(run_.get(), rows_, H5T_NATIVE_INT64, &index);  // the scale last: a row counts once complete
   ++rows_;
   h5::check(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+} catch (const h5::H5Error& e) {
+  rethrow_naming(path_, e);
 }
 
 namespace {
@@ -217,15 +231,19 @@ std::vector<T> read_numbers(hid_t dataset, std::int64_t rows, hid_t memory_type)
 
 }  // namespace
 
-std::vector<double> ResultsFile::read_f64(const std::string& column) const {
+std::vector<double> ResultsFile::read_f64(const std::string& column) const try {
   return read_numbers<double>(dataset(column), rows_, H5T_NATIVE_DOUBLE);
+} catch (const h5::H5Error& e) {
+  rethrow_naming(path_, e);
 }
 
-std::vector<std::int64_t> ResultsFile::read_i64(const std::string& column) const {
+std::vector<std::int64_t> ResultsFile::read_i64(const std::string& column) const try {
   return read_numbers<std::int64_t>(dataset(column), rows_, H5T_NATIVE_INT64);
+} catch (const h5::H5Error& e) {
+  rethrow_naming(path_, e);
 }
 
-std::vector<std::string> ResultsFile::read_str(const std::string& column) const {
+std::vector<std::string> ResultsFile::read_str(const std::string& column) const try {
   std::vector<std::string> out;
   if (rows_ == 0) return out;
   const hsize_t count = static_cast<hsize_t>(rows_), offset = 0;
@@ -238,13 +256,21 @@ std::vector<std::string> ResultsFile::read_str(const std::string& column) const 
   for (char* s : raw) out.emplace_back(s ? s : "");
   H5Dvlen_reclaim(strings.get(), memory.get(), H5P_DEFAULT, raw.data());
   return out;
+} catch (const h5::H5Error& e) {
+  rethrow_naming(path_, e);
 }
 
-std::string ResultsFile::root_attribute(const std::string& name) const { return read_string_attribute(file_.get(), name); }
+std::string ResultsFile::root_attribute(const std::string& name) const try {
+  return read_string_attribute(file_.get(), name);
+} catch (const h5::H5Error& e) {
+  rethrow_naming(path_, e);
+}
 
-void ResultsFile::set_root_attribute(const std::string& name, const std::string& value) {
+void ResultsFile::set_root_attribute(const std::string& name, const std::string& value) try {
   write_string_attribute(file_.get(), name, value);
   h5::check(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+} catch (const h5::H5Error& e) {
+  rethrow_naming(path_, e);
 }
 
 }  // namespace fp8lab
