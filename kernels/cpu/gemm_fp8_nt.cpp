@@ -294,8 +294,8 @@ bool vector_path_holds(const AccumulationModel& m) {
 }
 
 void run_task(const GemmProblem& pr, std::int64_t row_begin, std::int64_t row_end, std::int64_t panel_begin,
-              std::int64_t panel_end, std::int64_t i_begin, std::int64_t i_end, bool vector_path) {
-  if (vector_path && pr.tile == MicroTile::wide) {
+              std::int64_t panel_end, std::int64_t i_begin, std::int64_t i_end) {
+  if (pr.tile == MicroTile::wide) {
     for (std::int64_t panel = panel_begin; panel < panel_end; ++panel)
       for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile) {
         if (pr.wide_as_avx512)
@@ -305,7 +305,7 @@ void run_task(const GemmProblem& pr, std::int64_t row_begin, std::int64_t row_en
       }
     return;
   }
-  if (vector_path && pr.tile == MicroTile::avx2) {
+  if (pr.tile == MicroTile::avx2) {
     const bool fp32_model = pr.model.kind == AccumulationModel::Kind::fp32;
     // Panel-outer: one B panel slice stays in L1 while the task's A rows stream past it.
     if (fp32_model) {
@@ -351,12 +351,13 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
   const std::int64_t state_cols = pb.panels * kPanel;
   std::vector<float> acc(static_cast<std::size_t>(padded_rows * state_cols), 0.0f);
   std::vector<float> partial(acc.size(), 0.0f);
+  // The vector micro-tiles need finite codes and a sum S that FP32 holds exactly; else scalar.
   const CpuIsa isa = options.force_generic ? CpuIsa::scalar : active_cpu_isa();
+  const bool vector_path = isa != CpuIsa::scalar && all_finite && vector_path_holds(config.accumulation);
   const bool wide = (isa == CpuIsa::avx512 || options.force_wide_tiles) && detail::wide_tile_holds(config.accumulation);
-  const MicroTile tile = isa == CpuIsa::scalar ? MicroTile::scalar : wide ? MicroTile::wide : MicroTile::avx2;
+  const MicroTile tile = !vector_path ? MicroTile::scalar : wide ? MicroTile::wide : MicroTile::avx2;
   const GemmProblem pr{pa,         pb,          plan,           config.accumulation, depth, instructions,
                        state_cols, acc.data(), partial.data(), tile,                isa == CpuIsa::avx512};
-  const bool vector_path = all_finite && vector_path_holds(config.accumulation);
 
   const std::int64_t block_instructions = std::max<std::int64_t>(1, kKBlock / depth);
   const std::int64_t row_chunks = (padded_rows + kRowChunk - 1) / kRowChunk;
@@ -368,7 +369,7 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
     for (std::int64_t task = 0; task < row_chunks * panel_chunks; ++task) {
       const std::int64_t rc = task / panel_chunks, qc = task % panel_chunks;
       run_task(pr, rc * kRowChunk, std::min(padded_rows, (rc + 1) * kRowChunk), qc * kPanelChunk,
-               std::min(pb.panels, (qc + 1) * kPanelChunk), i_begin, i_end, vector_path);
+               std::min(pb.panels, (qc + 1) * kPanelChunk), i_begin, i_end);
     }
   }
 

@@ -187,29 +187,27 @@ std::vector<T> scaled(const std::vector<std::int64_t>& v, int k) {
 
 }  // namespace
 
-TEST_CASE("error metrics: FP32 inputs a few ulp apart, against exact values (n = 8, 33)") {
-  std::mt19937_64 rng(10);
+namespace {
+
+// Pairs a few ulp apart in T (`bits` significant bits), n = 8 and 33, against exact values.
+template <class T>
+void check_near_pairs(std::uint64_t seed, int bits) {
+  std::mt19937_64 rng(seed);
   for (const int n : {8, 33})
     for (int trial = 0; trial < 20; ++trial) {
       std::vector<std::int64_t> y, r;
-      near_pair(rng, n, 24, y, r);
-      const std::vector<float> yf = scaled<float>(y, 0), rf = scaled<float>(r, 0);
+      near_pair(rng, n, bits, y, r);
+      const std::vector<T> yt = scaled<T>(y, 0), rt = scaled<T>(r, 0);
       INFO("n " << n << ", trial " << trial);
-      check_against_exact(error_metrics(std::span<const float>(yf), std::span<const float>(rf), 0.0), exact_metrics(y, r), n);
+      check_against_exact(error_metrics(std::span<const T>(yt), std::span<const T>(rt), 0.0), exact_metrics(y, r), n);
     }
 }
 
-TEST_CASE("error metrics: FP64 inputs a few ulp apart, against exact values (n = 8, 33)") {
-  std::mt19937_64 rng(11);
-  for (const int n : {8, 33})
-    for (int trial = 0; trial < 20; ++trial) {
-      std::vector<std::int64_t> y, r;
-      near_pair(rng, n, 53, y, r);
-      const std::vector<double> yd = scaled<double>(y, 0), rd = scaled<double>(r, 0);
-      INFO("n " << n << ", trial " << trial);
-      check_against_exact(error_metrics(std::span<const double>(yd), std::span<const double>(rd), 0.0), exact_metrics(y, r), n);
-    }
-}
+}  // namespace
+
+TEST_CASE("error metrics: FP32 inputs a few ulp apart, against exact values (n = 8, 33)") { check_near_pairs<float>(10, 24); }
+
+TEST_CASE("error metrics: FP64 inputs a few ulp apart, against exact values (n = 8, 33)") { check_near_pairs<double>(11, 53); }
 
 TEST_CASE("error metrics: the same inputs times 2^k (|x| from 1e-285 to 1e+287) give the same bits") {
   // Near 1e+-160 and beyond, squares overflow or underflow: the scaled sums must not.
