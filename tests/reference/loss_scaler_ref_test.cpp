@@ -29,6 +29,20 @@ void follow(Scaler& scaler, const std::vector<Step>& steps, const char* who) {
   }
 }
 
+// DeepSpeed with initial scale 256, floor 64, hysteresis 2, no raise: reference and scaler.
+void follow_deepspeed(std::int64_t growth_interval, bool consecutive_hysteresis, const std::vector<Step>& steps) {
+  LossScalerConfig c = LossScalerConfig::deepspeed();
+  c.initial_scale = 256;
+  c.min_scale = 64;
+  c.growth_interval = growth_interval;
+  c.consecutive_hysteresis = consecutive_hysteresis;
+  c.raise_at_min_scale = false;
+  ref::DeepSpeedLossScalerRef reference(256, 2.0, 0.5, growth_interval, 64, 2, consecutive_hysteresis, false);
+  LossScaler scaler(c);
+  follow(reference, steps, "reference");
+  follow(scaler, steps, "scaler");
+}
+
 // The reference of the scaler's own variant, driven in lockstep.
 struct AnyRef {
   explicit AnyRef(const LossScalerConfig& c)
@@ -129,15 +143,7 @@ TEST_CASE("loss scaler deepspeed: hysteresis 2, window 2, min 64, first growth o
       {false, 1024},  // stable_interval 2 after the overflow: grow, hysteresis refilled
       {true, 1024},   // refilled: 2 -> 1
   };
-  LossScalerConfig c = LossScalerConfig::deepspeed();
-  c.initial_scale = 256;
-  c.min_scale = 64;
-  c.growth_interval = 2;
-  c.raise_at_min_scale = false;
-  ref::DeepSpeedLossScalerRef reference(256, 2.0, 0.5, 2, 64, 2, false, false);
-  LossScaler scaler(c);
-  follow(reference, steps, "reference");
-  follow(scaler, steps, "scaler");
+  follow_deepspeed(/*growth_interval=*/2, /*consecutive_hysteresis=*/false, steps);
 }
 
 TEST_CASE("loss scaler deepspeed: consecutive hysteresis refills on every clean step") {
@@ -149,16 +155,7 @@ TEST_CASE("loss scaler deepspeed: consecutive hysteresis refills on every clean 
       {true, 64},
       {true, 64},  // floor
   };
-  LossScalerConfig c = LossScalerConfig::deepspeed();
-  c.initial_scale = 256;
-  c.min_scale = 64;
-  c.growth_interval = 100;
-  c.consecutive_hysteresis = true;
-  c.raise_at_min_scale = false;
-  ref::DeepSpeedLossScalerRef reference(256, 2.0, 0.5, 100, 64, 2, true, false);
-  LossScaler scaler(c);
-  follow(reference, steps, "reference");
-  follow(scaler, steps, "scaler");
+  follow_deepspeed(/*growth_interval=*/100, /*consecutive_hysteresis=*/true, steps);
 }
 
 TEST_CASE("loss scaler: equals its variant's FP64 reference on 10^5 random overflow sequences") {
