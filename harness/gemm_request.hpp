@@ -6,6 +6,7 @@
 // compute the same bits.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>

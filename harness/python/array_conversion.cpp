@@ -85,7 +85,7 @@ std::optional<FlatArray<double>> float64_values(py::handle object, const std::st
 void add_array_bindings(py::module_& m) {
   m.def(
       "_operand_address",
-      [](py::handle x) { return reinterpret_cast<std::uintptr_t>(float32_values(x, "x").values.data()); },
+      [](const py::object& x) { return reinterpret_cast<std::uintptr_t>(float32_values(x, "x").values.data()); },
       py::arg("x"),
       "The address of the float32 data the kernels would read for x (tests: equal to x.ctypes.data when x "
       "is read in place, different when it was copied or converted)");

@@ -35,8 +35,8 @@ py::dict errors_dict(const GemmErrors& errors) {
   return d;
 }
 
-py::object gemm(py::handle a, py::handle b, const std::string& a_granularity, const std::string& b_granularity,
-                const std::string& format, const std::string& scale, const std::string& accum, py::handle promotion,
+py::object gemm(const py::object& a, const py::object& b, const std::string& a_granularity, const std::string& b_granularity,
+                const std::string& format, const std::string& scale, const std::string& accum, const py::object& promotion,
                 const std::string& output, int threads, const std::string& backend, bool ignore_memory_limit,
                 bool errors) {
   const GemmJob job(GemmRequest{a_granularity, b_granularity, format, scale, accum, promotion_text(promotion), output,

@@ -1,4 +1,6 @@
 // fp8lab.error_metrics: harness/metrics/error_metrics.hpp on NumPy arrays, as a dict.
+#include <pybind11/stl.h>
+
 #include <optional>
 #include <stdexcept>
 
@@ -11,12 +13,14 @@
 namespace fp8lab::python {
 
 py::dict metrics_dict(const ErrorMetrics& m) {
+  const nlohmann::json fields = to_json(m);
   py::dict d;
-  for (const auto& [name, value] : to_json(m).items()) {
+  for (const auto& field : fields.items()) {
+    const nlohmann::json& value = field.value();
     if (value.is_number_integer())
-      d[py::str(name)] = py::int_(value.get<std::uint64_t>());
+      d[py::str(field.key())] = py::int_(value.get<std::uint64_t>());
     else
-      d[py::str(name)] = py::float_(value.get<double>());
+      d[py::str(field.key())] = py::float_(value.get<double>());
   }
   return d;
 }
@@ -47,7 +51,7 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return "(" + s + ")";
 }
 
-py::dict error_metrics_of(py::handle y, py::handle r, std::optional<double> rel_floor) {
+py::dict error_metrics_of(const py::object& y, const py::object& r, std::optional<double> rel_floor) {
   const MetricInput yi = metric_input(y, "y"), ri = metric_input(r, "r");
   if (yi.shape() != ri.shape())
     throw std::invalid_argument("y has shape " + shape_text(yi.shape()) + " and r " + shape_text(ri.shape()) +

@@ -9,7 +9,7 @@
 namespace fp8lab::python {
 namespace {
 
-QuantizedTensor quantize(py::handle x, const std::string& granularity, const std::string& format,
+QuantizedTensor quantize(const py::object& x, const std::string& granularity, const std::string& format,
                          const std::string& scale, const std::string& backend) {
   const Granularity g = Granularity::parse(granularity);  // first, as the CLI parses --granularity first
   const QuantizeJob job(QuantizeRequest{format, scale, backend});
