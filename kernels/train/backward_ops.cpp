@@ -37,7 +37,7 @@ void attention_backward(const Tensor<Real>& p, const Tensor<Real>& q, const Tens
   std::fill(dk.data(), dk.data() + dk.size(), Real(0));
   std::fill(dv.data(), dv.data() + dv.size(), Real(0));
   // Each kv group is independent: its heads accumulate into its dk / dv columns in order.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (T >= 1024)
   for (int kvh = 0; kvh < kv_heads; ++kvh) {
     std::vector<Real> ds(static_cast<std::size_t>(T));
     const std::int64_t kc = kvh * hs;

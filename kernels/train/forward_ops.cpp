@@ -35,7 +35,7 @@ void attention_scores(const Tensor<Real>& q, const Tensor<Real>& k, int heads, i
   const std::int64_t T = q.rows, hs = q.cols / heads;
   const int group = heads / kv_heads;
   const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (T >= 1024)
   for (int h = 0; h < heads; ++h) {
     const std::int64_t qc = h * hs, kc = (h / group) * hs;
     for (std::int64_t t = 0; t < T; ++t) {
@@ -62,7 +62,7 @@ template <class Real>
 void attention_output(const Tensor<Real>& p, const Tensor<Real>& v, int heads, int kv_heads, Tensor<Real>& o) {
   const std::int64_t T = v.rows, hs = o.cols / heads;
   const int group = heads / kv_heads;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (T >= 1024)
   for (int h = 0; h < heads; ++h) {
     const std::int64_t oc = h * hs, vc = (h / group) * hs;
     for (std::int64_t t = 0; t < T; ++t) {

@@ -17,12 +17,17 @@ namespace {
 
 using Kind = GemmPrecision::Kind;
 
+// Below this many multiply-adds a GEMM runs on one thread.
+constexpr std::int64_t kParallelGemmWork = std::int64_t{1} << 24;
+
 // C (m x n) (+)= A (m x k, row stride lda) * B (k x n): for each row the n sums run side by
 // side (vectorizable across j) and each one in order of k.
 template <class Real>
 void nn_kernel(const Real* a, std::int64_t lda, const Real* b, Real* c, std::int64_t m, std::int64_t n, std::int64_t k,
                bool accumulate) {
-#pragma omp parallel for schedule(static)
+  // Threads only for GEMMs big enough to repay starting them (stories260K's are not).
+  const bool parallel = m * n * k >= kParallelGemmWork;
+#pragma omp parallel for schedule(static) if (parallel)
   for (std::int64_t i = 0; i < m; ++i) {
     Real* out = c + i * n;
     if (!accumulate) std::fill(out, out + n, Real(0));
@@ -55,6 +60,25 @@ std::size_t quantized_bytes(std::int64_t rows, std::int64_t cols, const Granular
 
 QuantizeConfig quantize_config(const GemmPrecision& p, const Granularity& g) { return {p.format, g, p.scale_rule}; }
 
+// One thread for GEMMs too small to repay a thread team (every stories260K GEMM): the
+// GEMM's own loops and its packing's (which take the default team size) alike, so no idle
+// OpenMP workers spin beside the step on a shared machine. Restores the team size after.
+class SmallGemmThreads {
+ public:
+  explicit SmallGemmThreads(std::int64_t work) : saved_(omp_get_max_threads()), small_(work < kParallelGemmWork) {
+    if (small_) omp_set_num_threads(1);
+  }
+  ~SmallGemmThreads() {
+    if (small_) omp_set_num_threads(saved_);
+  }
+  SmallGemmThreads(const SmallGemmThreads&) = delete;
+  SmallGemmThreads& operator=(const SmallGemmThreads&) = delete;
+
+ private:
+  int saved_;
+  bool small_;
+};
+
 // C (m x n) (+)= A (m x k) B (n x k)^T for operands that are both already K-major.
 // `a`, `b` have row strides lda, ldb (to read a row slice in place).
 template <class Real>
@@ -65,6 +89,7 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
     DeviceBuffer wa = call.ledger.allocate(quantized_bytes(m, k, p.a_granularity), MemoryCategory::gemm_workspace);
     DeviceBuffer wb = call.ledger.allocate(quantized_bytes(n, k, p.b_granularity), MemoryCategory::gemm_workspace);
     if (!c) return;
+    const SmallGemmThreads threads(m * n * k);
     std::vector<float> ac(static_cast<std::size_t>(m * k)), bc(static_cast<std::size_t>(n * k));
     for (std::int64_t r = 0; r < m; ++r) std::memcpy(&ac[static_cast<std::size_t>(r * k)], a + r * lda, sizeof(float) * static_cast<std::size_t>(k));
     for (std::int64_t r = 0; r < n; ++r) std::memcpy(&bc[static_cast<std::size_t>(r * k)], b + r * ldb, sizeof(float) * static_cast<std::size_t>(k));
@@ -142,6 +167,7 @@ void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, 
     DeviceBuffer wb = call.ledger.allocate(quantized_bytes(k, n, sb.a_granularity) + quantized_bytes(n, k, sb.a_granularity),
                                            MemoryCategory::gemm_workspace);
     if (!dw.has_data()) return;
+    const SmallGemmThreads threads(m * n * k);
     const std::span<const float> dys(dy.row(row_begin), static_cast<std::size_t>(k * m)), xs(x.row(row_begin), static_cast<std::size_t>(k * n));
     const QuantizedTensor qa = cpu::requantize_transposed(cpu::quantize(dys, k, m, quantize_config(sa, sa.a_granularity)));
     const QuantizedTensor qb = cpu::requantize_transposed(cpu::quantize(xs, k, n, quantize_config(sb, sb.a_granularity)));
