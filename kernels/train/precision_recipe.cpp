@@ -39,6 +39,14 @@ std::string GemmPrecision::describe() const {
          (requantize_transposed ? " requantized" : "");
 }
 
+bool GemmPrecision::operator==(const GemmPrecision& o) const {
+  if (kind != Kind::fp8 || o.kind != Kind::fp8) return kind == o.kind;  // the FP8 fields mean nothing otherwise
+  return format == o.format && a_granularity == o.a_granularity && b_granularity == o.b_granularity &&
+         scale_rule == o.scale_rule && gemm.accumulation == o.gemm.accumulation &&
+         gemm.promotion.never == o.gemm.promotion.never && gemm.promotion.elements == o.gemm.promotion.elements &&
+         gemm.output == o.gemm.output && requantize_transposed == o.requantize_transposed;
+}
+
 bool PrecisionRecipe::fp64() const { return fprop.kind == GemmPrecision::Kind::fp64; }
 
 namespace {

@@ -45,7 +45,8 @@ struct GemmPrecision {
     return p;
   }
   std::string describe() const;
-  bool operator==(const GemmPrecision&) const = default;
+  // The kind, and for fp8 every field (the others are unused by the other kinds).
+  bool operator==(const GemmPrecision& other) const;
 };
 const char* gemm_precision_kind_name(GemmPrecision::Kind kind);
 GemmPrecision::Kind parse_gemm_precision_kind(std::string_view text);  // throws std::invalid_argument
