@@ -108,12 +108,12 @@ std::vector<BlockPlan> budget_plans(double fraction, const ModelConfig& m, std::
 
 ActivationPolicy make_policy(std::string_view spec, const ModelConfig& m, std::int64_t T, int element_bytes) {
   ActivationPolicy policy{std::string(spec), std::vector<BlockPlan>(static_cast<std::size_t>(m.layers)), 0};
+  const std::string expected = "': expected none, full, selective, deepseek, layers:r, budget:f, slices:S or tensors:t=k,...";
   const auto colon = spec.find(':');
   const std::string_view name = spec.substr(0, colon), arg = colon == std::string_view::npos ? "" : spec.substr(colon + 1);
-  const bool takes_arg = name == "layers" || name == "budget" || name == "slices";
+  const bool takes_arg = name == "layers" || name == "budget" || name == "slices" || name == "tensors";
   if (takes_arg == (colon == std::string_view::npos))
-    throw std::invalid_argument("policy '" + std::string(spec) +
-                                "': expected none, full, selective, deepseek, layers:r, budget:f or slices:S");
+    throw std::invalid_argument("policy '" + std::string(spec) + expected);
   if (name == "none") return policy;
   if (name == "full") {
     for (BlockPlan& b : policy.blocks) b = full_plan();
@@ -138,9 +138,32 @@ ActivationPolicy make_policy(std::string_view spec, const ModelConfig& m, std::i
                                   std::to_string(T) + " positions");
     policy.slices = s;
     for (BlockPlan& b : policy.blocks) b[Saved::b] = b[Saved::h1] = b[Saved::h3] = b[Saved::g] = Keep::recompute;
+  } else if (name == "tensors") {
+    BlockPlan plan;
+    std::string_view rest = arg;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      const auto eq = item.find('=');
+      const std::string_view tensor = item.substr(0, eq), mode = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+      int found = -1;
+      for (int s = 1; s < kSavedCount; ++s)
+        if (tensor == saved_name(static_cast<Saved>(s))) found = s;
+      if (found < 0)
+        throw std::invalid_argument("policy '" + std::string(spec) + "': '" + std::string(tensor) +
+                                    "' is not a saved tensor (a q k v p o x_mid b h1 h3 g; x_in is always kept)");
+      Keep keep = Keep::keep;
+      if (mode == "fp8") keep = Keep::fp8;
+      else if (mode == "recompute") keep = Keep::recompute;
+      else if (mode != "keep")
+        throw std::invalid_argument("policy '" + std::string(spec) + "': '" + std::string(mode) + "' for " +
+                                    std::string(tensor) + " is not one of keep, fp8, recompute");
+      plan.saved[static_cast<std::size_t>(found)] = keep;
+    }
+    for (BlockPlan& b : policy.blocks) b = plan;
   } else {
-    throw std::invalid_argument("policy '" + std::string(spec) +
-                                "': expected none, full, selective, deepseek, layers:r, budget:f or slices:S");
+    throw std::invalid_argument("policy '" + std::string(spec) + expected);
   }
   return policy;
 }

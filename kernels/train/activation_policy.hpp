@@ -22,6 +22,9 @@
 //               in backward, recomputed and back-propagated one slice of T / S positions at a
 //               time, so only one slice's MLP intermediates are live; attention keeps
 //               x_in, a, q, k, v, p, o and x_mid whole (it mixes positions). S must divide T.
+//   tensors:t=k,...  per saved tensor, the same in every block: t one of a q k v p o x_mid b
+//               h1 h3 g, k one of keep, fp8, recompute (unnamed tensors are kept), e.g.
+//               tensors:p=recompute,o=fp8
 #include <array>
 #include <string>
 #include <string_view>
@@ -51,7 +54,7 @@ struct ActivationPolicy {
 
 // element_bytes: width of a kept activation (budget:f weighs bytes with it).
 // Throws std::invalid_argument naming what is wrong: an unknown name, r or f outside [0, 1]
-// or not a number, S not a positive divisor of tokens.
+// or not a number, S not a positive divisor of tokens, an unknown tensor or keep mode.
 ActivationPolicy make_policy(std::string_view spec, const ModelConfig& model, std::int64_t tokens, int element_bytes);
 
 // Bytes a saved tensor occupies under `keep` (0 for recompute): FP8 is one byte per element

@@ -46,7 +46,7 @@ bool bit_identical(const StepResult& a, const StepResult& b) {
 TEST_CASE("train policies: deterministic recompute gives gradients bit-identical to none") {
   for (const char* recipe : {"fp32", "deepseek_v3", "bf16"}) {
     const StepResult none = step(recipe, "none");
-    for (const char* policy : {"full", "selective", "layers:0.4", "budget:0.5", "budget:0"}) {
+    for (const char* policy : {"full", "selective", "layers:0.4", "budget:0.5", "budget:0", "tensors:q=recompute,g=recompute"}) {
       INFO(recipe << " / " << policy);
       CHECK(bit_identical(step(recipe, policy), none));
     }
@@ -75,6 +75,13 @@ TEST_CASE("train policies: FP8 caching and FP8 slicing differ from none, by a me
     // an FP8 recipe the cached value is quantized again by the GEMMs and the two FP8 results
     // differ by up to the sum of their own errors (measured: 0.07 against 0.18 vs FP64).
     if (std::string(recipe) == "fp32") CHECK(vs_none < 0.0625);
+  }
+  // A custom per-tensor policy caching only o in FP8 sits between none and deepseek.
+  {
+    const StepResult none = step("fp32", "none"), o_only = step("fp32", "tensors:o=fp8"), deepseek = step("fp32", "deepseek");
+    const double o_diff = gradient_errors(o_only.gradients, none.gradients).total_rel_frobenius;
+    CHECK(o_diff > 0);
+    CHECK(o_diff < gradient_errors(deepseek.gradients, none.gradients).total_rel_frobenius);
   }
   const StepResult none = step("deepseek_v3", "none"), sliced = step("deepseek_v3", "slices:4");
   const double vs_none = gradient_errors(sliced.gradients, none.gradients).total_rel_frobenius;
@@ -128,4 +135,6 @@ TEST_CASE("train policies: bad specs are refused with the reason") {
   refuses("slices:5", "positive divisor of the 64");
   refuses("slices:0", "positive divisor");
   refuses("full:1", "expected none, full");
+  refuses("tensors:x_in=recompute", "not a saved tensor");
+  refuses("tensors:p=sometimes", "not one of keep, fp8, recompute");
 }
