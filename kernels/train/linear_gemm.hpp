@@ -2,7 +2,9 @@
 // A linear layer's three GEMMs, dispatched by the precision recipe. Every operand copy a
 // GEMM makes (transposes, BF16/FP16-rounded operands, FP8 codes and scales) is counted in
 // the ledger as gemm_workspace for the GEMM's duration; in shapes-only mode nothing is
-// computed but the same buffers are counted.
+// computed but the same buffers are counted. (FP8 codes and scales live in the CPU
+// quantizer's own vectors; the ledger buffer of their size is the reservation a device
+// would make, so allocating and shapes-only runs count the same bytes.)
 //
 // Order of the sums (non-FP8 kinds): every output element sums its K products in order of K
 // from the value it starts from (0, or the existing C when accumulating), one rounding per
