@@ -107,8 +107,8 @@ case_bad_specs() {
   expect_one_line_error "field 'axes.a_granularity': tile:1x128 is larger than K = 64" "$fp8lab" run "$work/small.toml" -o "$work/a.h5"
   printf '[study]\nname = "x"\nkind = "gemm"\n[operands]\ntokens = "many"\n' >"$work/type.toml"
   expect_one_line_error "field 'operands.tokens': expected an integer" "$fp8lab" run "$work/type.toml" -o "$work/a.h5"
-  printf '[study]\nname = "x"\nkind = "recompute"\n' >"$work/kind.toml"
-  expect_one_line_error "unknown study kind 'recompute' (known: gemm)" "$fp8lab" run "$work/kind.toml" -o "$work/a.h5"
+  printf '[study]\nname = "x"\nkind = "training"\n' >"$work/kind.toml"
+  expect_one_line_error "unknown study kind 'training' (known: gemm, recompute)" "$fp8lab" run "$work/kind.toml" -o "$work/a.h5"
   expect_one_line_error "nope.toml: cannot open the study spec" "$fp8lab" run "$work/nope.toml"
   expect_one_line_error "--backend cuda: " "$fp8lab" run "$ci_spec" -o "$work/a.h5" --backend cuda
   [[ ! -e "$work/a.h5" ]] || fail "a failed run created its output file"
