@@ -270,7 +270,10 @@ class GemmStudy final : public StudyKind {
   }
 
   std::string operand_description() const override {
-    if (!only_synthetic_layers_) return "per point in the `operands` variable (real or own tensors; synthetic for catalog and shape:NxK layers)";
+    if (!only_synthetic_layers_)
+      return any_synthetic_layer_ ? "per point in the `operands` variable: real or own tensors, and generated ones for "
+                                    "catalog and shape:NxK layers"
+                                  : "real or own tensors, per point in the `operands` variable";
     return "synthetic: X tokens(" + std::to_string(tokens_) + ") x in_features from the point's distribution with " +
            std::to_string(outlier_channels_) + " outlier channels x" + std::to_string(outlier_scale_) +
            "; W out x in " + (weight_distribution_ == "same" ? std::string("from X's distribution") : weight_distribution_) +
@@ -390,6 +393,7 @@ class GemmStudy final : public StudyKind {
       }
     if (!listed) any_synthetic = true;  // the default layer is a synthetic shape
     only_synthetic_layers_ = non_synthetic.empty();
+    any_synthetic_layer_ = any_synthetic;
     if (only_synthetic_layers_) return;
     const std::string why = non_synthetic == kTensorsLayer ? "its operands are the files of [tensors]"
                                                            : "its operands are the checkpoint's real tensors";
@@ -466,7 +470,7 @@ class GemmStudy final : public StudyKind {
   std::int64_t tokens_ = 256, outlier_channels_ = 0, sample_rows_ = 0, sample_cols_ = 0, sample_seed_ = 0;
   double outlier_scale_ = 100.0;
   std::string weight_distribution_ = "gaussian";
-  bool only_synthetic_layers_ = true;  // decided by configure from the layer axis
+  bool only_synthetic_layers_ = true, any_synthetic_layer_ = true;  // decided by configure from the layer axis
   std::optional<OwnTensors> own_;
   Operands cached_;
 };
