@@ -13,7 +13,6 @@ namespace fp8lab {
 namespace {
 
 constexpr double kLogInterval = 5.0;        // seconds between lines when stderr is not a terminal
-constexpr double kHeartbeatDelay = 2.0;     // a computation shorter than this prints nothing
 
 }  // namespace
 
@@ -101,16 +100,16 @@ struct Heartbeat::State {
   std::thread thread;
 };
 
-Heartbeat::Heartbeat(std::string what, bool quiet) {
+Heartbeat::Heartbeat(std::string what, bool quiet, double delay_seconds) {
   if (quiet) return;
   state_ = std::make_unique<State>();
   state_->what = std::move(what);
   state_->terminal = ::isatty(STDERR_FILENO) == 1;
-  state_->thread = std::thread([s = state_.get()] {
+  state_->thread = std::thread([s = state_.get(), delay_seconds] {
     const auto start = std::chrono::steady_clock::now();
     std::unique_lock lock(s->mutex);
     auto next = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(kHeartbeatDelay));
+                            std::chrono::duration<double>(delay_seconds));
     while (!s->wake.wait_until(lock, next, [s] { return s->stop; })) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (s->terminal) std::fprintf(stderr, "\r%s: running, elapsed %s\x1b[K", s->what.c_str(), clock_text(elapsed).c_str());

@@ -39,7 +39,8 @@ class Progress {
 // Ends (and clears its line) when destroyed.
 class Heartbeat {
  public:
-  Heartbeat(std::string what, bool quiet);
+  static constexpr double kDefaultDelay = 10.0;  // seconds: a shorter computation prints nothing
+  Heartbeat(std::string what, bool quiet, double delay_seconds = kDefaultDelay);
   ~Heartbeat();
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;

@@ -3,6 +3,7 @@
 // against FP64 GEMMs (optionally on a random sample of output rows and columns).
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 
 #include "data/tensor_io/npy.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/progress.hpp"
 #include "harness/gemm_errors.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
 #include "harness/memory_budget.hpp"
@@ -84,6 +86,9 @@ int run_gemm(const GemmOptionsCli& o) {
                        " outputs; --sample-rows/--sample-cols compute fewer)",
                    o.ignore_memory_limit);
   }
+  // A GEMM of a minute says it is alive (stderr, after a few seconds; gone when it ends).
+  std::optional<Heartbeat> heartbeat(std::in_place, "gemm " + std::to_string(a.rows) + "x" + std::to_string(b.rows) + "x" +
+                                                        std::to_string(a.cols), false);
   const QuantizedTensor qa = backend->quantize(a.values, a.rows, a.cols, {format, ga, rule});
   const QuantizedTensor qb = backend->quantize(b.values, b.rows, b.cols, {format, gb, rule});
   const GemmPlan plan = plan_gemm(qa, qb, config);  // refuses invalid combinations before any work
@@ -98,6 +103,7 @@ int run_gemm(const GemmOptionsCli& o) {
   const std::vector<float> out = backend->gemm_nt(qa, qb, config, {o.threads, false, rows, cols});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const GemmErrors errors = gemm_errors(a.values, b.values, qa, qb, out, rows, cols);
+  heartbeat.reset();
   if (const std::optional<std::string> why = non_finite_reason(errors, out))
     throw std::invalid_argument(o.a + " x " + o.b + ": " + *why);
   if (!o.out.empty())

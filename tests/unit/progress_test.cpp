@@ -3,6 +3,12 @@
 // at whole pairs to the width there is.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
 #include "harness/progress.hpp"
 
 using namespace fp8lab;
@@ -24,4 +30,25 @@ TEST_CASE("progress: the current point as axis=value pairs that fit") {
   CHECK(Progress::describe(point, 41) == "layer=deepseek-v3/expert_up ...");
   CHECK(Progress::describe(point, 10) == "...");
   CHECK(Progress::describe({}, 10).empty());
+}
+
+TEST_CASE("progress: a long single computation prints elapsed-time lines to stderr (a file: whole lines)") {
+  std::FILE* capture = std::tmpfile();
+  REQUIRE(capture);
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  ::dup2(::fileno(capture), STDERR_FILENO);
+  {
+    const Heartbeat quiet("nothing", /*quiet=*/true, 0.0);
+    const Heartbeat beat("gemm 8x8x8", false, /*delay_seconds=*/0.05);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the first line at 0.05 s, the next at 5 s
+  }
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  std::rewind(capture);
+  char text[256] = "";
+  const std::size_t n = std::fread(text, 1, sizeof text - 1, capture);
+  std::fclose(capture);
+  CHECK(std::string(text, n) == "fp8lab: gemm 8x8x8: running, elapsed 0:00:00\n");
 }
