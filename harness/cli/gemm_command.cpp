@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
 #include "data/tensor_io/npy.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/progress.hpp"
 #include "harness/gemm_errors.hpp"
 #include "harness/gemm_request.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
@@ -66,8 +68,12 @@ int run_gemm(const GemmOptionsCli& o) {
   std::mt19937_64 rng(o.seed);
   const std::vector<std::int64_t> rows = sample_without_replacement(o.sample_rows, a.rows, rng);
   const std::vector<std::int64_t> cols = sample_without_replacement(o.sample_cols, b.rows, rng);
+  // A GEMM of a minute says it is alive (stderr, after a few seconds; gone when it ends).
+  std::optional<Heartbeat> heartbeat(std::in_place, "gemm " + std::to_string(a.rows) + "x" + std::to_string(b.rows) + "x" +
+                                                        std::to_string(a.cols), false);
   const GemmResult result = job.run({a.values, a.rows, a.cols, o.a}, {b.values, b.rows, b.cols, o.b}, rows, cols,
                                     /*with_errors=*/true);
+  heartbeat.reset();
   const GemmErrors& errors = *result.errors;
   const std::vector<float>& out = result.out;
   if (const std::optional<std::string> why = non_finite_reason(errors, out))

@@ -8,6 +8,7 @@
 
 #include "data/tensor_io/npy.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/progress.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
 #include "harness/operand_checks.hpp"
 #include "harness/output_files.hpp"
@@ -87,7 +88,10 @@ int run_quantize(const QuantizeOptions& o) {
                 "1-cosine", "diff", "max_abs", "max_rel", "zeroed");
   }
   for (const Granularity& g : granularities) {
-    const GranularityResult r = run_one(job, x, rows, cols, g, floor);
+    const GranularityResult r = [&] {
+      const Heartbeat heartbeat("quantize " + g.to_string(), false);  // a long one says it is alive
+      return run_one(job, x, rows, cols, g, floor);
+    }();
     if (writes_files) {
       PendingOutputs pending;
       write_outputs(o, r, pending);
