@@ -40,7 +40,7 @@ TORCHAO_GEMM_SQNR_DB = 28.0
 TORCHAO_GEMM_REL_FROBENIUS = 10 ** (-TORCHAO_GEMM_SQNR_DB / 20)
 TORCHAO_CITATION = "torchao blockwise FP8 tests: GEMM SQNR >= 28 dB (= relative Frobenius error 0.040)"
 DEEPSEEK_V3_ACCUMULATION = {"k": 4096, "max_rel": 0.02}
-DEEPSEEK_V3_CITATION = ("DeepSeek-V3 (arXiv 2412.19437, section 3.3.2): 'nearly 2%' maximum relative error "
+DEEPSEEK_V3_CITATION = ("DeepSeek-V3 (arXiv 2412.19437): 'nearly 2%' maximum relative error "
                         "at K = 4096 without promotion, random operands of unstated distribution; "
                         "promotion every N_C = 128 elements")
 
@@ -138,16 +138,35 @@ def points_with_interval(ax, x, y, low=None, high=None, horizontal=False, **styl
     return line
 
 
-def fit_log_axis(axes, horizontal=False, pad=1.25):
+def fit_log_axis(axes, horizontal=False, margin=0.06):
     """One log value axis for all of axes, spanning every point, interval end and reference
-    value drawn on them (autoscaling would stretch to the clipped bars)."""
+    value drawn on them plus `margin` of the span (autoscaling would stretch to the clipped
+    bars)."""
     axes = list(np.ravel(axes))
     values = np.concatenate([np.asarray(ax.__dict__.get("fp8lab_values", []), dtype=float) for ax in axes] + [[]])
     if values.size == 0:
         return
-    limits = (values.min() / pad, values.max() * pad)
+    low, high = np.log10(values.min()), np.log10(values.max())
+    pad = max(margin * (high - low), 0.02)
+    limits = (10 ** (low - pad), 10 ** (high + pad))
+    # Under two decades the default log axis labels one tick or none: label 1, 2, 3 and 5
+    # times a power of ten, as plain numbers (they stay short and never collide).
+    label = matplotlib.ticker.FuncFormatter(_short_log_label if high - low < 2 else _power_label)
     for ax in axes:
         ax.set_xlim(limits) if horizontal else ax.set_ylim(limits)
+        axis = ax.xaxis if horizontal else ax.yaxis
+        axis.set_major_formatter(label)
+        axis.set_minor_formatter(label if high - low < 2 else matplotlib.ticker.NullFormatter())
+
+
+def _short_log_label(value, _position):
+    mantissa = value / 10 ** np.floor(np.log10(value) + 1e-9)
+    return f"{value:.3g}" if any(abs(mantissa - m) < 1e-6 for m in (1, 2, 3, 5)) else ""
+
+
+def _power_label(value, _position):
+    exponent = np.log10(value)
+    return f"$10^{{{int(round(exponent))}}}$" if abs(exponent - round(exponent)) < 1e-9 else ""
 
 
 def highlight_point(ax, x, y, label=None):
@@ -155,15 +174,17 @@ def highlight_point(ax, x, y, label=None):
     ax.plot([x], [y], marker="o", markersize=13, markerfacecolor="none", markeredgecolor=HIGHLIGHT,
             markeredgewidth=1.8, linestyle="none", zorder=5)
     if label:
-        ax.annotate(label, (x, y), xytext=(12, 10), textcoords="offset points", fontsize=7.5, color=HIGHLIGHT,
+        ax.annotate(label, (x, y), xytext=(10, 20), textcoords="offset points", fontsize=7.5, color=HIGHLIGHT,
                     arrowprops={"arrowstyle": "-", "color": HIGHLIGHT, "linewidth": 0.8})
 
 
-def reference_line(ax, value, label, vertical=False, where=0.02):
+def reference_line(ax, value, label, vertical=False, where=0.02, on_value_axis=True):
     """A published value as a labelled dash-dot line inside the axes; `where` places the
-    label along the line (axes fraction)."""
+    label along the line (axes fraction). A value on the value axis (an error) widens
+    fit_log_axis's range to show it; one on the other axis (an N_C) does not."""
     box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8}
-    _remember(ax, [value])
+    if on_value_axis:
+        _remember(ax, [value])
     if vertical:
         ax.axvline(value, color=REFERENCE, linestyle="-.", linewidth=1.0, zorder=1)
         ax.text(value, where, " " + label, transform=ax.get_xaxis_transform(), rotation=90, fontsize=7,
@@ -178,7 +199,7 @@ def reference_point(ax, x, y, label):
     """A published (x, y) claim: a grey star with its label inside the axes."""
     ax.plot([x], [y], marker="*", markersize=13, color=REFERENCE, linestyle="none", zorder=6)
     _remember(ax, [y])
-    ax.annotate(label, (x, y), xytext=(-8, 8), textcoords="offset points", ha="right", fontsize=7,
+    ax.annotate(label, (x, y), xytext=(8, -10), textcoords="offset points", ha="left", va="top", fontsize=7,
                 color=REFERENCE, bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none",
                                         "alpha": 0.8})
 
@@ -264,6 +285,8 @@ def provenance_text(ds, fixed):
     done, total = fp8lab_results.points_done(ds)
     source = attrs.get("source") or f"fp8lab git {str(attrs.get('git_sha', ''))[:12]}" + (
         " (dirty)" if attrs.get("git_dirty") == "true" else "")
+    if operands_text(ds).startswith("real"):  # the distribution axis does not apply to real tensors
+        fixed = {a: v for a, v in fixed.items() if a != "distribution"}
     fixed_text = ", ".join(f"{a} = {promotion_label(v) if a == 'promotion' else v}" for a, v in fixed.items())
     return (f"Study {attrs.get('study_name')} ({done}/{total} points; {source}; backend {attrs.get('backend', '?')}, "
             f"{attrs.get('cpu_isa', '?')}; file layout {attrs['fp8lab_layout']})" + (f". Fixed: {fixed_text}." if fixed_text else "."))
@@ -283,6 +306,7 @@ def finish(fig, ds, out, fixed=None, notes=(), references=()):
         extra += [fig.text(0.5, 1.0, f"INCOMPLETE RESULTS: {done} of {total} points finished (complete = false)",
                  ha="center", va="bottom", fontsize=12, color="white", weight="bold",
                  bbox={"facecolor": HIGHLIGHT, "edgecolor": "none", "boxstyle": "round,pad=0.3"})]
+        print(f"marked INCOMPLETE: {done} of {total} points")
         for ax in fig.axes:
             ax.text(0.5, 0.5, "INCOMPLETE", transform=ax.transAxes, fontsize=28, color=HIGHLIGHT, alpha=0.15,
                     rotation=25, ha="center", va="center", weight="bold", zorder=0)

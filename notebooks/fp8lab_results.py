@@ -107,6 +107,11 @@ def _flat_to_grid(flat):
     # The flat writer's root `operands` described the synthetic generator even for real layers;
     # the per-point `operands` (its operand_source column) is the true one.
     ds.attrs.pop("operands", None)
+    # The on-disk encoding (the unlimited `run` dimension, its chunks) describes the flat
+    # file; without clearing it ds.to_netcdf(...) of the grid fails.
+    ds.encoding = {"source": flat.encoding.get("source")}
+    for variable in ds.variables.values():
+        variable.encoding = {}
     ds.attrs.setdefault("study_name", ds.attrs.get("study", ""))
     done = int((ds.status.values != "").sum())
     ds.attrs["points_total"] = str(spec.get("points", ds.status.size))
