@@ -149,24 +149,27 @@ def fit_log_axis(axes, horizontal=False, margin=0.06):
     low, high = np.log10(values.min()), np.log10(values.max())
     pad = max(margin * (high - low), 0.02)
     limits = (10 ** (low - pad), 10 ** (high + pad))
-    # Under two decades the default log axis labels one tick or none: label 1, 2, 3 and 5
-    # times a power of ten, as plain numbers (they stay short and never collide).
-    label = matplotlib.ticker.FuncFormatter(_short_log_label if high - low < 2 else _power_label)
+    # Under two decades the default log axis labels one tick or none: label every tick of a
+    # narrow axis, else 1 to 9 (1-2-3-5, 1-3 as the span grows) times a power of ten.
+    span = high - low + 2 * pad
+    mantissas = (None if span <= 0.3 else tuple(range(1, 10)) if span <= 0.6 else (1, 2, 3, 5) if span <= 1.3 else (1, 3) if span <= 2.5
+                 else (1,))
+    label = matplotlib.ticker.FuncFormatter(lambda value, _: _log_label(value, mantissas))
     for ax in axes:
         ax.set_xlim(limits) if horizontal else ax.set_ylim(limits)
         axis = ax.xaxis if horizontal else ax.yaxis
         axis.set_major_formatter(label)
-        axis.set_minor_formatter(label if high - low < 2 else matplotlib.ticker.NullFormatter())
+        axis.set_minor_formatter(label)
 
 
-def _short_log_label(value, _position):
-    mantissa = value / 10 ** np.floor(np.log10(value) + 1e-9)
-    return f"{value:.3g}" if any(abs(mantissa - m) < 1e-6 for m in (1, 2, 3, 5)) else ""
-
-
-def _power_label(value, _position):
-    exponent = np.log10(value)
-    return f"$10^{{{int(round(exponent))}}}$" if abs(exponent - round(exponent)) < 1e-9 else ""
+def _log_label(value, mantissas):
+    exponent = np.floor(np.log10(value) + 1e-9)
+    mantissa = value / 10**exponent
+    if mantissas is not None and not any(abs(mantissa - m) < 1e-6 for m in mantissas):
+        return ""
+    if -4 <= exponent <= 3:
+        return f"{value:.4g}"
+    return f"${mantissa:.0f}\\times10^{{{int(exponent)}}}$" if abs(mantissa - 1) > 1e-6 else f"$10^{{{int(exponent)}}}$"
 
 
 def highlight_point(ax, x, y, label=None):
@@ -220,6 +223,26 @@ def short_reason(reason):
     if match:
         return f"N_C {match.group(1)} does not divide {match.group(2)}'s {match.group(3)}-wide scale"
     return str(reason).split(":")[0][:60]
+
+
+def skipped_text(ds):
+    """The caption's account of the points not run, grouped by reason."""
+    reasons = [str(r) for r in np.unique(ds.reason.values[ds.status.values == "skipped"]) if r]
+    by_width, other = {}, []
+    for reason in reasons:
+        match = re.match(r"promotion interval (\S+) does not divide \w+'s scale extent (\d+)", reason)
+        if match:
+            by_width.setdefault(int(match.group(2)), set()).add(match.group(1))
+        else:
+            other.append(short_reason(reason))
+    def n_c_key(n_c):
+        return float("inf") if n_c == "never" else int(n_c)
+    parts = [f"N_C {', '.join(sorted(n_cs, key=n_c_key))} with a {width}-element scale extent along K"
+             for width, n_cs in sorted(by_width.items())]
+    if not parts and not other:
+        return ""
+    return ("Not run: " + "; ".join(parts + sorted(set(other))) +
+            (" (N_C must divide the scale extent, or the scale would change inside one partial)." if parts else "."))
 
 
 def mark_skipped(ax, position, reason, horizontal=False):
