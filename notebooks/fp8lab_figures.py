@@ -47,7 +47,8 @@ DEEPSEEK_V3_CITATION = ("DeepSeek-V3 (arXiv 2412.19437): 'nearly 2%' maximum rel
 
 def paths(study):
     """(results file, figures folder) of a study: results/<study>.h5 and results/figures/ of
-    the repository, or FP8LAB_RESULTS / FP8LAB_FIGURES (how the tests run a small sweep)."""
+    the repository, or FP8LAB_RESULTS / FP8LAB_FIGURES (how the tests run a small sweep).
+    Also sets the plot style all the figures share."""
     root = pathlib.Path(os.environ.get("FP8LAB_ROOT", pathlib.Path.cwd().parent))
     results = pathlib.Path(os.environ.get("FP8LAB_RESULTS", root / "results" / f"{study}.h5"))
     figures = pathlib.Path(os.environ.get("FP8LAB_FIGURES", root / "results" / "figures"))
