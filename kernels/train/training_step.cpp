@@ -53,6 +53,8 @@ class Step {
 
     const auto start = Clock::now();
     Tensor<Real> dlogits = forward(r);
+    if (compute() && in_.loss_scale != 1.0)  // the scaled loss's gradient, rounded once per element
+      for (Real& g : dlogits.span()) g = static_cast<Real>(g * in_.loss_scale);
     r.forward_seconds = seconds_since(start);
     const auto backward_start = Clock::now();
     backward(std::move(dlogits), r);
@@ -377,6 +379,8 @@ StepResult run_training_step(const StepInput& input, const PrecisionRecipe& reci
   const std::int64_t T =
       ledger.shapes_only() && input.tokens.empty() ? input.positions : static_cast<std::int64_t>(input.tokens.size());
   if (T < 2) throw std::invalid_argument("tokens: a step needs at least 2 positions, not " + std::to_string(T));
+  if (!(input.loss_scale > 0) || !std::isfinite(input.loss_scale))
+    throw std::invalid_argument("loss_scale: must be finite and > 0, not " + std::to_string(input.loss_scale));
   if (static_cast<int>(policy.blocks.size()) != input.model.layers)
     throw std::invalid_argument("policy '" + policy.spec + "' was made for " + std::to_string(policy.blocks.size()) +
                                 " blocks, the model has " + std::to_string(input.model.layers));

@@ -26,6 +26,8 @@ struct StepInput {
   std::vector<int> tokens;                // T tokens (T >= 2); shapes-only: may be empty, see positions
   std::int64_t positions = 0;             // shapes-only: T
   int element_bytes = 0;                  // shapes-only: counted width of every tensor (0: that of the compute type)
+  double loss_scale = 1.0;                // dynamic loss scaling: multiplies dLoss/dlogits (so every gradient);
+                                          // the reported loss stays unscaled; finite and > 0
 };
 
 struct StepReport {
