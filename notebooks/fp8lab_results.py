@@ -55,8 +55,11 @@ def points_done(ds):
 
 
 def granularity_tile(text):
-    """(rows, cols) of one scale of a granularity axis value; -1, -1 for tensor and row
-    (whose extent is the whole tensor or the whole K, not a fixed tile)."""
+    """(rows, cols) of one scale of a granularity axis value, as the writer stores them
+    (harness/study/runner.cpp): -1 is the whole extent, so "row" is (1, -1), one row by all
+    of K, and "tensor" is (-1, -1)."""
+    if text == "row":
+        return (1, -1)
     match = re.fullmatch(r"(tile|block):(\d+)x(\d+)", text)
     return (int(match.group(2)), int(match.group(3))) if match else (-1, -1)
 

@@ -20,6 +20,8 @@ declare -A figures_of=(
   [promotion_interval]="promotion_interval.png"
   [real_layers]="real_layers.png"
   [tile_size]="tile_size.png"
+  [loss_scaling]="loss_scaling.png"
+  [scale_trajectory]="scale_trajectory.png"
 )
 expected=${figures_of[$study]:-}
 [[ -n "$expected" ]] || { echo "FAIL: no figure list for study $study in $0" >&2; exit 1; }
