@@ -12,7 +12,7 @@
 #   bench-quantize   quantizer vs device-to-device copy -> bench-quantize.json           (<= 150 s)
 #   bench-gemm-128   GEMM benchmarks at M = 128  -> bench-gemm-128.json                  (<= 330 s)
 #   bench-gemm-4096  GEMM benchmarks at M = 4096 -> bench-gemm-4096.json                 (<= 480 s)
-#   bench-unscale    fused check-finite-and-unscale vs device-to-device copy -> bench-unscale.json (<= 120 s)
+#   bench-unscale    fused check-finite-and-unscale vs device-to-device copy -> bench-unscale.json (<= 60 s)
 #   bench-gemm = both GEMM steps; all = every step (no window limit assumed)
 #
 # The sequence that produces everything in three commands, each under 10 minutes:
@@ -216,7 +216,7 @@ for step in "${expanded[@]}"; do
     bench-quantize) bench quantize 150 "$here/bin/fp8lab_bench_quantize_cuda" --benchmark_repetitions=5 ;;
     bench-gemm-128) bench gemm-128 330 "$here/bin/fp8lab_bench_gemm_cuda" --benchmark_repetitions=3 --benchmark_filter=/128x ;;
     bench-gemm-4096) bench gemm-4096 480 "$here/bin/fp8lab_bench_gemm_cuda" --benchmark_repetitions=3 --benchmark_filter=/4096x ;;
-    bench-unscale) bench unscale 120 "$here/bin/fp8lab_bench_check_finite_and_unscale_cuda" --benchmark_repetitions=5 ;;
+    bench-unscale) bench unscale 60 "$here/bin/fp8lab_bench_check_finite_and_unscale_cuda" --benchmark_repetitions=5 ;;
   esac
   note "step $step: $((SECONDS - step_start)) s"
   pack
