@@ -20,6 +20,7 @@ declare -A figures_of=(
   [promotion_interval]="promotion_interval.png"
   [real_layers]="real_layers.png"
   [tile_size]="tile_size.png"
+  [recompute]="recompute_tradeoff.png recompute_grad_error.png"
 )
 expected=${figures_of[$study]:-}
 [[ -n "$expected" ]] || { echo "FAIL: no figure list for study $study in $0" >&2; exit 1; }
