@@ -1,5 +1,6 @@
 #include "harness/train_step_errors.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "harness/metrics/error_metrics.hpp"
@@ -18,6 +19,10 @@ train::NamedGradient named(const std::string& name, const Eigen::MatrixXd& m) {
 int block_of(const std::string& name) { return name.starts_with("L") ? std::stoi(name.substr(1)) : -1; }
 
 }  // namespace
+
+std::string weight_kind(const std::string& name) {
+  return block_of(name) < 0 ? name : name.substr(name.find('.') + 1);
+}
 
 ReferenceStep reference_step(const LlamaWeights& weights, const std::vector<int>& tokens) {
   const ref::LlamaBackward b = ref::llama_backward(to_reference_model(weights), tokens);
@@ -44,7 +49,7 @@ GradientErrors gradient_errors(const std::vector<train::NamedGradient>& step, co
   if (step.size() != reference.size()) throw std::invalid_argument("gradient_errors: different numbers of tensors");
   GradientErrors e;
   std::vector<double> all_y, all_r;
-  std::vector<std::vector<double>> block_y, block_r;
+  std::vector<std::vector<double>> block_y, block_r, kind_y, kind_r;
   for (std::size_t i = 0; i < step.size(); ++i) {
     if (step[i].name != reference[i].name || step[i].values.size() != reference[i].values.size())
       throw std::invalid_argument("gradient_errors: tensor " + step[i].name + " does not match " + reference[i].name);
@@ -52,6 +57,17 @@ GradientErrors gradient_errors(const std::vector<train::NamedGradient>& step, co
     e.rel_frobenius.push_back(error_metrics(std::span<const double>(step[i].values), reference[i].values, 0.0).rel_frobenius);
     all_y.insert(all_y.end(), step[i].values.begin(), step[i].values.end());
     all_r.insert(all_r.end(), reference[i].values.begin(), reference[i].values.end());
+    const std::string kind = weight_kind(step[i].name);
+    auto k = std::find(e.kind_names.begin(), e.kind_names.end(), kind);
+    if (k == e.kind_names.end()) {
+      e.kind_names.push_back(kind);
+      kind_y.emplace_back();
+      kind_r.emplace_back();
+      k = e.kind_names.end() - 1;
+    }
+    const auto ki = static_cast<std::size_t>(k - e.kind_names.begin());
+    kind_y[ki].insert(kind_y[ki].end(), step[i].values.begin(), step[i].values.end());
+    kind_r[ki].insert(kind_r[ki].end(), reference[i].values.begin(), reference[i].values.end());
     const int block = block_of(step[i].name);
     if (block < 0) continue;
     if (static_cast<int>(block_y.size()) <= block) {
@@ -65,6 +81,8 @@ GradientErrors gradient_errors(const std::vector<train::NamedGradient>& step, co
   }
   for (std::size_t l = 0; l < block_y.size(); ++l)
     e.block_rel_frobenius.push_back(error_metrics(std::span<const double>(block_y[l]), block_r[l], 0.0).rel_frobenius);
+  for (std::size_t k = 0; k < kind_y.size(); ++k)
+    e.kind_rel_frobenius.push_back(error_metrics(std::span<const double>(kind_y[k]), kind_r[k], 0.0).rel_frobenius);
   e.total_rel_frobenius = error_metrics(std::span<const double>(all_y), all_r, 0.0).rel_frobenius;
   return e;
 }

@@ -5,19 +5,29 @@
 //
 // Axes: model (stories260K: real checkpoint and its real greedy tokens, allocating run; a
 // public preset llama3.1-8b/70b/405b, qwen2.5-72b: shapes-only), policy (activation_policy.hpp
-// specs), recipe (a named recipe or a TOML file relative to the spec, experiments/recipes/),
-// tokens (positions per step, micro-batch 1). Settings: [step] element_bytes (the counted
-// width of every tensor in shapes-only points, default 2: 16-bit), shapes_only (run the
-// stories260K points shapes-only too, default false), metrics (comma-separated subset that
-// must be measurable: asking a shapes-only point for an allocating-only metric is an error).
+// specs), cache (what precision the tensors a policy keeps are stored in: "policy" as the
+// policy says; "compute": every FP8-cached tensor kept in the compute precision instead, which
+// isolates FP8 caching; "fp8": also every kept linear-layer input a, o, b, g cached in FP8,
+// 1x128 tiles, as DeepSeek-V3 caches them for Wgrad), recipe (a named recipe or a TOML file
+// relative to the spec, experiments/recipes/), tokens (positions per step, micro-batch 1).
+// Settings: [step] element_bytes (the counted width of every tensor in shapes-only points,
+// default 2: 16-bit), shapes_only (run the stories260K points shapes-only too, default false),
+// metrics (comma-separated subset that must be measurable: asking a shapes-only point for an
+// allocating-only metric is an error).
+//
+// Skipped points (invalid combinations, recorded with the reason): stories260K with more
+// positions than its checkpoint's 512; a cache value that changes nothing for the policy
+// (the point would repeat cache = "policy").
 //
 // Metrics: peak_bytes_<category> for every ledger category and peak_bytes_total,
-// saved_activation_bytes, activation_bytes_not_kept_fraction, recompute_flops_fraction,
-// layers_recomputed_fraction, layers_fully_recomputed_fraction, step_seconds, loss,
-// grad_rel_frobenius (all weight gradients vs FP64), grad_rel_frobenius_L<l> (block l, for
-// l < 5: stories260K's blocks), grad_rel_frobenius_vs_none (vs the `none` policy's gradients
-// under the same recipe: 0 for deterministic recompute, the FP8 caching error otherwise).
-// Allocating-only metrics are NaN at shapes-only points.
+// saved_activation_bytes (and per block), activation_bytes_not_kept_fraction,
+// recompute_flops_fraction, layers_recomputed_fraction, layers_fully_recomputed_fraction,
+// step_seconds, loss, grad_rel_frobenius (all weight gradients vs FP64), its per-block and
+// per-weight-kind arrays, grad_rel_frobenius_vs_none (vs the `none` policy's gradients under
+// the same recipe: 0 for deterministic recompute, the FP8 caching error otherwise).
+// Allocating-only metrics are NaN at shapes-only points (the `operands` variable says which
+// points are shapes-only). The per-block arrays run along the `block` dimension, sized to the
+// largest model in the spec: a smaller model's entries beyond its layers are NaN.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -37,11 +47,36 @@ namespace {
 
 using namespace fp8lab::train;
 
-constexpr int kBlockColumns = 5;
 constexpr const char* kRealModel = "stories260K";
-const std::set<std::string> kAllocatingOnly = {"loss", "grad_rel_frobenius", "grad_rel_frobenius_vs_none", "step_seconds"};
+constexpr std::int64_t kRealPositions = 512;  // stories260K.bin's seq_len
+const std::set<std::string> kAllocatingOnly = {"loss", "grad_rel_frobenius", "grad_rel_frobenius_per_block",
+                                               "grad_rel_frobenius_per_weight", "grad_rel_frobenius_vs_none",
+                                               "step_seconds"};
+// The weight kinds of the per-weight array, in the order the model holds them.
+const std::vector<std::string> kWeightKinds = {"embedding", "rms_att", "wq", "wk", "wv", "wo",
+                                               "rms_ffn", "w1", "w2", "w3", "rms_final"};
+// The saved tensors that are linear-layer inputs (what cache = "fp8" caches in FP8).
+constexpr Saved kLinearInputs[] = {Saved::a, Saved::o, Saved::b, Saved::g};
+const std::vector<std::string> kCacheValues = {"policy", "compute", "fp8"};
 
 bool is_number(const std::string& v) { return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos; }
+
+// The policy with the cache axis applied; `changed` says whether it differs from the policy's own.
+ActivationPolicy with_cache(ActivationPolicy policy, const std::string& cache, bool* changed = nullptr) {
+  bool any = false;
+  for (BlockPlan& block : policy.blocks) {
+    if (cache == "compute") {
+      for (Keep& k : block.saved)
+        if (k == Keep::fp8) k = Keep::keep, any = true;
+    } else if (cache == "fp8") {
+      for (Saved s : kLinearInputs)
+        if (block[s] == Keep::keep) block[s] = Keep::fp8, any = true;
+    }
+  }
+  if (any) policy.spec += " cache=" + cache;
+  if (changed) *changed = any;
+  return policy;
+}
 
 class RecomputeStudy final : public StudyKind {
  public:
@@ -50,8 +85,9 @@ class RecomputeStudy final : public StudyKind {
   std::vector<AxisDef> axes() const override {
     return {{"model", {kRealModel}, "model (stories260K: real weights and tokens; public presets: shapes only)"},
             {"policy", {"none"}, "activation policy (none, full, selective, deepseek, layers:r, budget:f, slices:S, tensors:...)"},
+            {"cache", {"policy"}, "precision of kept activations (policy: as the policy says; compute: no FP8; fp8: linear inputs in FP8)"},
             {"recipe", {"fp32"}, "precision recipe (a named one or a TOML file)"},
-            {"tokens", {"64"}, "positions per step (micro-batch 1)"}};
+            {"tokens", {"64"}, "positions per step (micro-batch 1)", AxisStorage::integer}};
   }
 
   void validate_value(const std::string& axis, const std::string& v) const override {
@@ -61,6 +97,8 @@ class RecomputeStudy final : public StudyKind {
         throw std::invalid_argument("tokens '" + v + "' is not an integer in [2, 1048576]");
     } else if (axis == "policy" && !v.starts_with("slices:")) {
       make_policy(v, model_preset(kRealModel), 64, 4);  // the spec's own checks; slices against tokens in check_grid
+    } else if (axis == "cache" && std::find(kCacheValues.begin(), kCacheValues.end(), v) == kCacheValues.end()) {
+      throw std::invalid_argument("cache '" + v + "' is not one of policy, compute, fp8");
     }
     else if (axis == "recipe" && !v.ends_with(".toml")) named_recipe(v);
   }
@@ -71,6 +109,16 @@ class RecomputeStudy final : public StudyKind {
     if (element_bytes_ != 1 && element_bytes_ != 2 && element_bytes_ != 4 && element_bytes_ != 8)
       throw spec.error("step.element_bytes", "must be 1, 2, 4 or 8");
     all_shapes_only_ = spec.get_int("step.shapes_only", 0) != 0;
+    // The block dimension spans the largest model listed (unknown names are validate_value's to refuse).
+    max_layers_ = model_preset(kRealModel).layers;
+    for (const Axis& a : spec.axes)
+      if (a.name == "model") {
+        max_layers_ = 1;
+        for (const std::string& v : a.values) try {
+            max_layers_ = std::max(max_layers_, model_preset(v).layers);
+          } catch (const std::invalid_argument&) {
+          }
+      }
     const std::string metrics = spec.get_string("step.metrics", "");
     std::stringstream in(metrics);
     for (std::string m; std::getline(in, m, ',');) {
@@ -85,7 +133,6 @@ class RecomputeStudy final : public StudyKind {
     for (const Point& p : points) {
       const ModelConfig model = model_preset(p.at("model"));
       const std::int64_t T = std::stoll(p.at("tokens"));
-      if (!shapes_only(p) && T > 512) throw spec.error("axes.tokens", "stories260K takes at most 512 positions, not " + p.at("tokens"));
       try {
         make_policy(p.at("policy"), model, T, element_bytes(p));
       } catch (const std::invalid_argument& e) {
@@ -100,7 +147,21 @@ class RecomputeStudy final : public StudyKind {
     }
   }
 
-  std::optional<std::string> skip_reason(const Point&, const Backend&) const override { return std::nullopt; }
+  std::optional<std::string> skip_reason(const Point& p, const Backend&) const override {
+    const std::int64_t T = std::stoll(p.at("tokens"));
+    if (!shapes_only(p) && T > kRealPositions)
+      return "stories260K's checkpoint has " + std::to_string(kRealPositions) + " positions, not " + p.at("tokens") +
+             " (run it shapes-only with step.shapes_only = 1)";
+    const std::string& cache = p.at("cache");
+    if (cache == "policy") return std::nullopt;
+    bool changed = false;
+    with_cache(make_policy(p.at("policy"), model_preset(p.at("model")), T, element_bytes(p)), cache, &changed);
+    if (!changed)
+      return "cache=" + cache + " changes nothing under policy " + p.at("policy") +
+             (cache == "compute" ? " (it caches nothing in FP8)" : " (it keeps no linear-layer input a, o, b, g)") +
+             ": the point equals cache=policy";
+    return std::nullopt;
+  }
 
   std::vector<ColumnDef> result_columns() const override {
     std::vector<ColumnDef> c;
@@ -108,19 +169,31 @@ class RecomputeStudy final : public StudyKind {
       const std::string cat = memory_category_name(static_cast<MemoryCategory>(k));
       c.push_back({"peak_bytes_" + cat, ColumnDef::Type::f64, "B", "peak bytes of " + cat + " over the step"});
     }
+    ExtraDimension block{"block", "transformer block (layer index); NaN beyond a model's layers", "1", {}, {}};
+    for (int l = 0; l < max_layers_; ++l) block.numbers.push_back(l);
+    ExtraDimension weight{"weight", "weight kind (every block's tensor of that kind together)", "1", {}, kWeightKinds};
     c.push_back({"peak_bytes_total", ColumnDef::Type::f64, "B", "peak bytes live at once over the step"});
     c.push_back({"saved_activation_bytes", ColumnDef::Type::f64, "B", "saved activations live at the end of forward"});
+    c.push_back({"saved_activation_bytes_per_block", ColumnDef::Type::f64, "B",
+                 "saved activation bytes each block adds (NaN beyond the model's layers: the block dimension spans "
+                 "the largest model in the study)", block});
     c.push_back({"activation_bytes_not_kept_fraction", ColumnDef::Type::f64, "1", "fraction of none's activation bytes not kept"});
     c.push_back({"recompute_flops_fraction", ColumnDef::Type::f64, "1", "recompute FLOPs / step FLOPs without recompute"});
     c.push_back({"layers_recomputed_fraction", ColumnDef::Type::f64, "1", "fraction of blocks recomputing anything"});
     c.push_back({"layers_fully_recomputed_fraction", ColumnDef::Type::f64, "1", "fraction of blocks fully recomputed"});
-    c.push_back({"step_seconds", ColumnDef::Type::f64, "s", "wall time of forward + backward"});
-    c.push_back({"loss", ColumnDef::Type::f64, "1", "next-token cross-entropy"});
-    c.push_back({"grad_rel_frobenius", ColumnDef::Type::f64, "1", "all weight gradients vs FP64, relative Frobenius"});
-    for (int l = 0; l < kBlockColumns; ++l)
-      c.push_back({"grad_rel_frobenius_L" + std::to_string(l), ColumnDef::Type::f64, "1",
-                   "block " + std::to_string(l) + " weight gradients vs FP64, relative Frobenius"});
-    c.push_back({"grad_rel_frobenius_vs_none", ColumnDef::Type::f64, "1", "gradients vs policy none, same recipe"});
+    c.push_back({"step_seconds", ColumnDef::Type::f64, "s", "wall time of forward + backward (NaN: shapes-only)"});
+    c.push_back({"loss", ColumnDef::Type::f64, "1", "next-token cross-entropy (NaN: shapes-only)"});
+    c.push_back({"grad_rel_frobenius", ColumnDef::Type::f64, "1",
+                 "all weight gradients vs FP64, relative Frobenius (NaN: shapes-only)"});
+    c.push_back({"grad_rel_frobenius_per_block", ColumnDef::Type::f64, "1",
+                 "each block's weight gradients vs FP64, relative Frobenius (NaN at shapes-only points and beyond "
+                 "the model's layers: the block dimension spans the largest model in the study)", block});
+    c.push_back({"grad_rel_frobenius_per_weight", ColumnDef::Type::f64, "1",
+                 "each weight kind's gradients (all blocks together) vs FP64, relative Frobenius (NaN: shapes-only)",
+                 weight});
+    c.push_back({"grad_rel_frobenius_vs_none", ColumnDef::Type::f64, "1",
+                 "FP8 caching error: all weight gradients vs policy none's under the same recipe, relative Frobenius "
+                 "(0: recompute is deterministic; NaN: shapes-only)"});
     return c;
   }
 
@@ -128,8 +201,8 @@ class RecomputeStudy final : public StudyKind {
     const ModelConfig model = model_preset(p.at("model"));
     const std::int64_t T = std::stoll(p.at("tokens"));
     const PrecisionRecipe r = recipe(p, std::nullopt);
-    const ActivationPolicy policy = make_policy(p.at("policy"), model, T, element_bytes(p));
-    Row row = skipped_row(p);
+    const ActivationPolicy policy = with_cache(make_policy(p.at("policy"), model, T, element_bytes(p)), p.at("cache"));
+    Row row = unmeasured_row();
     if (shapes_only(p)) {
       MemoryLedger ledger(nullptr);
       fill(row, run_training_step({model, nullptr, {}, T, element_bytes(p)}, r, policy, ledger).report);
@@ -143,8 +216,14 @@ class RecomputeStudy final : public StudyKind {
     row["loss"] = result.report.loss;
     const GradientErrors e = gradient_errors(result.gradients, real.reference.gradients);
     row["grad_rel_frobenius"] = e.total_rel_frobenius;
-    for (std::size_t l = 0; l < e.block_rel_frobenius.size() && l < kBlockColumns; ++l)
-      row["grad_rel_frobenius_L" + std::to_string(l)] = e.block_rel_frobenius[l];
+    row["grad_rel_frobenius_per_block"] = per_block(e.block_rel_frobenius);
+    std::vector<double> per_weight(kWeightKinds.size(), std::numeric_limits<double>::quiet_NaN());
+    for (std::size_t k = 0; k < e.kind_names.size(); ++k) {
+      const auto at = std::find(kWeightKinds.begin(), kWeightKinds.end(), e.kind_names[k]);
+      if (at == kWeightKinds.end()) throw std::logic_error("recompute study: unlisted weight kind " + e.kind_names[k]);
+      per_weight[static_cast<std::size_t>(at - kWeightKinds.begin())] = e.kind_rel_frobenius[k];
+    }
+    row["grad_rel_frobenius_per_weight"] = per_weight;
     HostAllocator none_host;
     MemoryLedger none_ledger(&none_host);
     const StepResult none =
@@ -153,16 +232,13 @@ class RecomputeStudy final : public StudyKind {
     return row;
   }
 
-  Row skipped_row(const Point&) const override {
-    Row row;
-    for (const ColumnDef& c : result_columns()) row[c.name] = std::numeric_limits<double>::quiet_NaN();
-    return row;
-  }
+  // Nothing is known of a skipped point beyond its axes: the runner fills every column.
+  Row skipped_row(const Point&) const override { return {}; }
 
   // The allocating step's own ledger, from a shapes-only run of the same schedule, plus the
   // FP64 reference (about the same again in doubles).
   MemoryEstimate memory_estimate(const Point& p) const override {
-    if (shapes_only(p)) return {};
+    if (shapes_only(p) || std::stoll(p.at("tokens")) > kRealPositions) return {};
     const ModelConfig model = model_preset(p.at("model"));
     const std::int64_t T = std::stoll(p.at("tokens"));
     MemoryLedger ledger(nullptr);
@@ -177,6 +253,23 @@ class RecomputeStudy final : public StudyKind {
            "only, every tensor counted at step.element_bytes = " + std::to_string(element_bytes_) + " bytes";
   }
 
+  std::string operand_provenance(const Point& p) const override {
+    if (shapes_only(p)) {
+      const ModelConfig m = model_preset(p.at("model"));
+      return "shapes-only " + p.at("model") + " (dim " + std::to_string(m.dim) + ", " + std::to_string(m.layers) +
+             " layers, " + std::to_string(m.heads) + "/" + std::to_string(m.kv_heads) + " heads, vocab " +
+             std::to_string(m.vocab) + "): no weights, no tokens, no arithmetic; every tensor counted at " +
+             std::to_string(element_bytes_) + " bytes; loss, step time and gradient errors not computed";
+    }
+    return "stories260K real: weights from checkpoint=" + find_data_file("stories260K/stories260K.bin").string() +
+           " (sha256 " + kStories260kSha256 + "), tokens: the FP64 model's greedy continuation of BOS, " +
+           p.at("tokens") + " positions (a function of those weights)";
+  }
+
+  double point_cost(const Point& p) const override {
+    return shapes_only(p) ? 0.001 : static_cast<double>(std::stoll(p.at("tokens")));
+  }
+
  private:
   struct Real {
     LlamaWeights weights;
@@ -184,8 +277,23 @@ class RecomputeStudy final : public StudyKind {
     ReferenceStep reference;
   };
 
+  // Every column at its fill value (NaN), for evaluate to overwrite what it measures.
+  Row unmeasured_row() const {
+    Row row;
+    for (const ColumnDef& c : result_columns())
+      row[c.name] = c.extra ? Value(std::vector<double>(c.extra->size(), std::numeric_limits<double>::quiet_NaN()))
+                            : Value(std::numeric_limits<double>::quiet_NaN());
+    return row;
+  }
+
   bool shapes_only(const Point& p) const { return all_shapes_only_ || p.at("model") != kRealModel; }
   int element_bytes(const Point& p) const { return shapes_only(p) ? element_bytes_ : 4; }
+
+  std::vector<double> per_block(const std::vector<double>& values) const {
+    std::vector<double> v(static_cast<std::size_t>(max_layers_), std::numeric_limits<double>::quiet_NaN());
+    std::copy_n(values.begin(), std::min(values.size(), v.size()), v.begin());
+    return v;
+  }
 
   PrecisionRecipe recipe(const Point& p, const std::optional<std::reference_wrapper<const StudySpec>>& spec) const {
     const std::string& v = p.at("recipe");
@@ -213,11 +321,13 @@ class RecomputeStudy final : public StudyKind {
     return real_.emplace(T, std::move(r)).first->second;
   }
 
-  static void fill(Row& row, const StepReport& r) {
+  void fill(Row& row, const StepReport& r) const {
     for (std::size_t k = 0; k < kMemoryCategories; ++k)
       row["peak_bytes_" + std::string(memory_category_name(static_cast<MemoryCategory>(k)))] = static_cast<double>(r.peak_bytes[k]);
     row["peak_bytes_total"] = static_cast<double>(r.peak_bytes_total);
     row["saved_activation_bytes"] = static_cast<double>(r.saved_activation_bytes);
+    row["saved_activation_bytes_per_block"] =
+        per_block(std::vector<double>(r.saved_bytes_per_block.begin(), r.saved_bytes_per_block.end()));
     row["activation_bytes_not_kept_fraction"] = r.activation_bytes_not_kept_fraction;
     row["recompute_flops_fraction"] = r.recompute_flops_fraction;
     row["layers_recomputed_fraction"] = r.layers_recomputed_fraction;
@@ -227,6 +337,7 @@ class RecomputeStudy final : public StudyKind {
 
   std::filesystem::path base_;
   int element_bytes_ = 2;
+  int max_layers_ = 5;
   bool all_shapes_only_ = false;
   std::set<std::string> requested_;
   std::map<std::int64_t, Real> real_;

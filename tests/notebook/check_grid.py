@@ -25,6 +25,10 @@ import fp8lab_results  # noqa: E402
 GEMM_AXES = {"layer": "shape:1024x1024", "gemm": "fprop", "format": "e4m3", "a_granularity": "tile:1x128",
              "b_granularity": "block:128x128", "scale": "fp32", "accum": "hopper", "promotion": "128",
              "distribution": "gaussian", "seed": "1"}
+# harness/study/recompute_study.cpp, RecomputeStudy::axes(), likewise.
+RECOMPUTE_AXES = {"model": "stories260K", "policy": "none", "cache": "policy", "recipe": "fp32", "tokens": "64"}
+KIND_AXES = {"gemm": GEMM_AXES, "recompute": RECOMPUTE_AXES}
+KIND_METRIC = {"gemm": "total_rel_frobenius", "recompute": "grad_rel_frobenius"}  # one metric each must have
 failures = []
 
 
@@ -52,7 +56,7 @@ spec = tomllib.loads(ds.attrs["spec_toml"])
 
 
 def check_other_kind():
-    """Study kinds other than gemm (written in the grid layout only): every axis the spec
+    """Study kinds without a KIND_AXES entry (written in the grid layout only): every axis the spec
     lists is a dimension with the spec's values in the spec's order, numbers as int64, the
     per-point variables span the axes, and the grid reads with no reshaping."""
     check("run" not in ds.dims, "a `run` dimension is left")
@@ -70,7 +74,8 @@ def check_other_kind():
           "to_dataframe() does not have one row per grid point")
 
 
-if ds.attrs.get("study_kind") != "gemm":
+kind = ds.attrs.get("study_kind")
+if kind not in KIND_AXES:  # kinds with no detailed entry above get the generic check
     check_other_kind()
     if failures:
         print("\n".join(f"FAIL: {results.name}: {f}" for f in failures[:20]), file=sys.stderr)
@@ -81,43 +86,46 @@ if ds.attrs.get("study_kind") != "gemm":
 # The kind has `distribution` and `seed` axes only when every layer is synthetic (a real
 # stories260K layer or own `tensors` has no distribution to claim; gemm_study.cpp axes()).
 layers = spec["axes"].get("layer", [GEMM_AXES["layer"]])
-if any(l.startswith("stories260K/") or l == "tensors" for l in layers):
-    GEMM_AXES = {axis: default for axis, default in GEMM_AXES.items() if axis not in ("distribution", "seed")}
+if kind == "gemm" and any(l.startswith("stories260K/") or l == "tensors" for l in layers):
+    KIND_AXES["gemm"] = {axis: default for axis, default in GEMM_AXES.items() if axis not in ("distribution", "seed")}
+AXES = KIND_AXES[kind]  # the axes checked below: this kind's, in its order
 expected_axes = {axis: [contract_value(axis, v) for v in spec["axes"].get(axis, [default])]
-                 for axis, default in GEMM_AXES.items()}
+                 for axis, default in AXES.items()}
 
 check("run" not in ds.dims, "a `run` dimension is left")
-check(fp8lab_results.axes(ds) == list(GEMM_AXES), f"axes {fp8lab_results.axes(ds)} are not the kind's order {list(GEMM_AXES)}")
+check(fp8lab_results.axes(ds) == list(AXES), f"axes {fp8lab_results.axes(ds)} are not the kind's order {list(AXES)}")
 for axis, values in expected_axes.items():
     got = [v.item() if hasattr(v, "item") else v for v in ds[axis].values]
     check(got == values, f"axis {axis}: {got} is not the spec's {values}")
     if all(isinstance(v, int) for v in values):
         check(ds[axis].dtype == np.int64, f"numeric axis {axis} is {ds[axis].dtype}, not int64")
-check(int(ds.promotion.attrs.get("flag_values", -1)) == 0 and ds.promotion.attrs.get("flag_meanings") == "never",
+check(kind != "gemm" or (int(ds.promotion.attrs.get("flag_values", -1)) == 0 and
+                         ds.promotion.attrs.get("flag_meanings") == "never"),
       "promotion lacks flag_values = 0 / flag_meanings = never")
-for axis in ("a_granularity", "b_granularity"):
+for axis in ("a_granularity", "b_granularity") if kind == "gemm" else ():
     for value, rows, cols in zip(ds[axis].values, ds[f"{axis}_tile_rows"].values, ds[f"{axis}_tile_cols"].values):
         # -1 is the whole extent: a row scale spans all of K, a tensor scale everything.
         size = value.split(":")[1].split("x") if ":" in value else ["1", "-1"] if value == "row" else ["-1", "-1"]
         check((int(rows), int(cols)) == (int(size[0]), int(size[1])), f"{axis} {value}: tile {rows}x{cols}")
 shape = tuple(len(v) for v in expected_axes.values())
-for name in ("status", "reason", "operands", "total_rel_frobenius"):
+for name in ("status", "reason", "operands", KIND_METRIC[kind]):
     check(name in ds and ds[name].shape == shape, f"{name} is missing or not of shape {shape}")
 check(ds.attrs.get("complete") == "true", f"complete = {ds.attrs.get('complete')!r} for a finished run")
 # What a notebook writes must work with no reshaping.
 first = {axis: values[0] for axis, values in expected_axes.items()}
 check(ds.sel(first).status.item() in ("ok", "skipped"), "ds.sel(<first point>) has no status")
-check(len(ds.to_dataframe()) == int(np.prod(shape)), "to_dataframe() does not have one row per grid point")
+per_point = ds.drop_dims([d for d in ds.dims if d not in AXES])  # a metric's extra dimension (block, step) aside
+check(len(per_point.to_dataframe()) == int(np.prod(shape)), "to_dataframe() does not have one row per grid point")
 
 flat = xr.open_dataset(results, engine="h5netcdf")
 if "run" in flat.dims:
     flat = flat.load()
     renamed = {"skip_reason": "reason", "operand_source": "operands"}
     for i in range(flat.sizes["run"]):
-        point = {axis: contract_value(axis, flat[axis].values[i]) for axis in GEMM_AXES}
+        point = {axis: contract_value(axis, flat[axis].values[i]) for axis in AXES}
         cell = ds.sel(point)
         for name in flat.data_vars:
-            if name in GEMM_AXES or name in ("grid_index", "point_key"):
+            if name in AXES or name in ("grid_index", "point_key"):
                 continue
             want, got = flat[name][i].item(), cell[renamed.get(name, name)].item()
             check(same(want, got), f"run {i} {name}: flat {want!r}, grid {got!r}")

@@ -22,6 +22,7 @@ declare -A figures_of=(
   [tile_size]="tile_size.png"
   [loss_scaling]="loss_scaling.png"
   [scale_trajectory]="scale_trajectory.png"
+  [recompute]="recompute_tradeoff.png recompute_grad_error.png"
 )
 expected=${figures_of[$study]:-}
 [[ -n "$expected" ]] || { echo "FAIL: no figure list for study $study in $0" >&2; exit 1; }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The recompute study kind driven as a user drives it: the small spec of its notebook test runs,
+# and its file works in xarray with no reshaping (ds.sel(policy="full"), the per-block array
+# along `block`), with values checked against what holds independently of the code:
+#   - `full` recompute is deterministic: its gradients are bit-identical to `none`'s
+#     (grad_rel_frobenius equal, grad_rel_frobenius_vs_none exactly 0) under every recipe;
+#   - `full` keeps only each block's input x_in, T x dim at 2 bytes in shapes-only points:
+#     Megatron's 2sbh per layer (b = 1, h = dim), here 1024 x 4096 x 2 bytes for Llama-3.1 8B;
+#   - the block dimension spans the largest model (32 blocks): stories260K's 5 are finite, the
+#     rest NaN; shapes-only points have memory figures but no loss;
+# and a bad cache value is refused (one line naming the file and the field, exit 2, no file).
+# Usage: recompute_test.sh PATH/TO/fp8lab SOURCE_DIR
+set -euo pipefail
+fp8lab=$1 source_dir=$2 case_name=recompute
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/test_lib.sh"
+
+"$fp8lab" run "$source_dir/tests/notebook/recompute_small.toml" -o "$work/r.h5" --quiet >/dev/null
+"$py" - "$work/r.h5" <<'PY' || fail "the results file does not read as the recompute grid"
+import sys
+import numpy as np
+import xarray as xr
+ds = xr.open_dataset(sys.argv[1], engine="h5netcdf")
+problems = []
+def check(ok, message):
+    if not ok:
+        problems.append(message)
+full = ds.sel(policy="full", cache="policy")
+none = ds.sel(policy="none", cache="policy")
+real = dict(model="stories260K", tokens=64)
+for recipe in ds.recipe.values:
+    f, n = full.sel(recipe=recipe, **real), none.sel(recipe=recipe, **real)
+    check(f.status.item() == "ok", f"full/{recipe}: status {f.status.item()!r}")
+    check(f.grad_rel_frobenius.item() == n.grad_rel_frobenius.item(), f"full/{recipe}: error differs from none's")
+    check(f.grad_rel_frobenius_vs_none.item() == 0, f"full/{recipe}: not bit-identical to none")
+    blocks = f.grad_rel_frobenius_per_block
+    check(blocks.dims == ("block",) and blocks.sizes["block"] == 32, f"per-block array {blocks.dims} {dict(blocks.sizes)}")
+    check(bool(np.isfinite(blocks.sel(block=slice(0, 4))).all()), f"full/{recipe}: blocks 0..4 not finite")
+    check(bool(np.isnan(blocks.sel(block=slice(5, None))).all()), f"full/{recipe}: blocks beyond 4 not NaN")
+big = full.sel(model="llama3.1-8b", tokens=1024, recipe="fp32")
+check(big.status.item() == "ok" and np.isnan(big.loss.item()), "llama3.1-8b: not an ok shapes-only point")
+check(str(big.operands.item()).startswith("shapes-only llama3.1-8b"), f"operands {big.operands.item()!r}")
+per_block = big.saved_activation_bytes_per_block.values
+check(bool((per_block == 1024 * 4096 * 2).all()), f"full, llama3.1-8b: per-block saved bytes {set(per_block)} != 2sbh")
+check(ds.sel(model="stories260K", tokens=1024, policy="none", cache="policy", recipe="fp32").status.item() == "skipped",
+      "stories260K at 1024 positions is not skipped")
+check("sha256 " in str(none.sel(recipe="fp32", **real).operands.item()), "the real points' operands name no sha256")
+if problems:
+    sys.exit("\n".join(problems))
+PY
+
+printf '[study]\nname = "t"\nkind = "recompute"\n[axes]\ncache = ["bf8"]\n' >"$work/bad.toml"
+expect_one_line_error "axes.cache" "$fp8lab" run "$work/bad.toml" -o "$work/bad.h5" --quiet
+grep -qF -- "$work/bad.toml" "$work/err" || fail "stderr does not name the file: $(cat "$work/err")"
+[[ ! -e "$work/bad.h5" ]] || fail "a results file was written for a refused spec"
+echo "PASS [recompute small spec]"
