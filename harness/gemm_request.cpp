@@ -9,10 +9,21 @@
 #include "harness/study/runner.hpp"  // kMaxThreads
 
 namespace fp8lab {
+namespace {
+
+// B's format: A's when not given; a bad spelling is named as B's, not confused with --format.
+Fp8Format b_format_of(const GemmRequest& request, Fp8Format a_format) {
+  if (request.b_format.empty()) return a_format;
+  if (request.b_format == "e4m3" || request.b_format == "e5m2") return parse_fp8_format(request.b_format);
+  throw std::invalid_argument("B's format (--b-format) '" + request.b_format + "' is not one of e4m3, e5m2");
+}
+
+}  // namespace
 
 GemmJob::GemmJob(const GemmRequest& request)
     : request_(request),
       format_(parse_fp8_format(request.format)),
+      b_format_(b_format_of(request, format_)),
       scale_rule_(parse_scale_rule(request.scale)),
       config_{AccumulationModel::parse(request.accum), PromotionInterval::parse(request.promotion),
               parse_output_type(request.output)},
@@ -40,7 +51,7 @@ GemmResult GemmJob::run(const GemmOperand& a, const GemmOperand& b, const std::v
   }
   GemmResult r;
   r.qa = backend_->quantize(a.values, a.rows, a.cols, {format_, a_granularity_, scale_rule_});
-  r.qb = backend_->quantize(b.values, b.rows, b.cols, {format_, b_granularity_, scale_rule_});
+  r.qb = backend_->quantize(b.values, b.rows, b.cols, {b_format_, b_granularity_, scale_rule_});
   r.plan = plan_gemm(r.qa, r.qb, config_);  // refuses invalid combinations before any work
   if (std::string why = backend_->gemm_config_failure(r.qa, r.qb, config_); !why.empty())
     throw std::invalid_argument("--backend " + request_.backend + ": " + why);

@@ -21,7 +21,8 @@ namespace fp8lab {
 struct GemmRequest {
   std::string a_granularity = "tile:1x128";
   std::string b_granularity = "block:128x128";
-  std::string format = "e4m3";
+  std::string format = "e4m3";  // A's, and B's unless b_format names another
+  std::string b_format;         // empty: the same as format; else a mix (E5M2 dY x E4M3 W, as TE's HYBRID)
   std::string scale = "fp32";
   std::string accum = "hopper";
   std::string promotion = "128";
@@ -53,7 +54,8 @@ class GemmJob {
   // Parses every option and selects the backend; throws std::invalid_argument saying why.
   explicit GemmJob(const GemmRequest& request);
 
-  Fp8Format format() const { return format_; }
+  Fp8Format format() const { return format_; }      // A's
+  Fp8Format b_format() const { return b_format_; }  // B's (format() unless --b-format names another)
   ScaleRule scale_rule() const { return scale_rule_; }
   const GemmConfig& config() const { return config_; }
   const Granularity& a_granularity() const { return a_granularity_; }
@@ -69,7 +71,7 @@ class GemmJob {
 
  private:
   GemmRequest request_;
-  Fp8Format format_;
+  Fp8Format format_, b_format_;
   ScaleRule scale_rule_;
   GemmConfig config_;
   Granularity a_granularity_, b_granularity_;

@@ -39,7 +39,8 @@ struct Reader {
 
   // Applies the keys of one GEMM table to p.
   void apply_gemm(const toml::table& t, const std::string& field, GemmPrecision& p, bool allow_requantize) const {
-    std::set<std::string> known = {"kind", "format", "a_granularity", "b_granularity", "scale", "accumulation", "promotion"};
+    std::set<std::string> known = {"kind",          "format",        "a_format", "b_format",    "a_granularity",
+                                   "b_granularity", "scale",         "accumulation", "promotion"};
     if (allow_requantize) known.insert("requantize_transposed");
     only_keys(t, field + ".", known);
     const auto parsed = [&](const char* key, auto&& parse) {
@@ -53,7 +54,15 @@ struct Reader {
       }
     };
     parsed("kind", [&](const std::string& s) { p.kind = train::parse_gemm_precision_kind(s); });
-    parsed("format", [&](const std::string& s) { p.format = parse_fp8_format(s); });
+    // format sets both operands; a_format / b_format one each (a mix such as TE's HYBRID
+    // Dgrad, dY E5M2 x W E4M3). Both spellings in one table would leave the order to guess.
+    for (const char* one : {"a_format", "b_format"})
+      if (t.contains("format") && t.contains(one))
+        throw error(field + "." + one, "give either format (both operands) or a_format / b_format, not both",
+                    t.get(one));
+    parsed("format", [&](const std::string& s) { p.a_format = p.b_format = parse_fp8_format(s); });
+    parsed("a_format", [&](const std::string& s) { p.a_format = parse_fp8_format(s); });
+    parsed("b_format", [&](const std::string& s) { p.b_format = parse_fp8_format(s); });
     parsed("a_granularity", [&](const std::string& s) { p.a_granularity = Granularity::parse(s); });
     parsed("b_granularity", [&](const std::string& s) { p.b_granularity = Granularity::parse(s); });
     parsed("scale", [&](const std::string& s) { p.scale_rule = parse_scale_rule(s); });

@@ -9,7 +9,9 @@
 //   elementwise = "fp32"       # optional statement; must match what the step runs (fp64 only with fp64 GEMMs)
 //   [gemm]                     # keys for all three GEMM kinds ...
 //   kind = "fp8"               # fp64 | fp32 | bf16 | fp16 | fp8
-//   format = "e4m3"            # fp8: e4m3 | e5m2
+//   format = "e4m3"            # fp8: e4m3 | e5m2, both operands; or per operand:
+//   a_format = "e5m2"          #   A's (dY in Dgrad, dY^T in Wgrad) ...
+//   b_format = "e4m3"          #   ... and B's (W in Dgrad, X^T in Wgrad): a mix, TE's HYBRID
 //   a_granularity = "tile:1x128"
 //   b_granularity = "block:128x128"
 //   scale = "fp32"             # fp32 | pow2

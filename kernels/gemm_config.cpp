@@ -111,9 +111,6 @@ GemmPlan plan_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Gem
     throw std::invalid_argument("A is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + " and B is " +
                                 std::to_string(b.rows) + "x" + std::to_string(b.cols) +
                                 ": both must be K-major with the same K (C = A * B^T)");
-  if (a.config.format != b.config.format)
-    throw std::invalid_argument(std::string("A is ") + format_name(a.config.format) + " and B is " +
-                                format_name(b.config.format) + ": mixed operand formats are not supported");
   GemmPlan plan{a.rows, b.rows, a.cols, 0, 0, 0};
   const std::int64_t depth = config.accumulation.kind == AccumulationModel::Kind::fp32 ? 32 : config.accumulation.depth;
   plan.padded_k = (plan.k + depth - 1) / depth * depth;

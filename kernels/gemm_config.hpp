@@ -74,9 +74,11 @@ struct GemmPlan {
 };
 
 // Checks a, b and the config against each other and returns the plan; throws
-// std::invalid_argument with the reason: mismatched K or format, a promotion interval that
+// std::invalid_argument with the reason: mismatched K, a promotion interval that
 // is no multiple of the instruction depth, or one that does not divide a scale's extent
-// along K (the scale would change inside one partial).
+// along K (the scale would change inside one partial). The operands' formats may differ
+// (E4M3 x E5M2 or E5M2 x E4M3, Transformer Engine's HYBRID backward): each is decoded with
+// its own format, as Hopper's wgmma does for every e4m3/e5m2 pairing.
 GemmPlan plan_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config);
 
 }  // namespace fp8lab

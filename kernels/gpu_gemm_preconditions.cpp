@@ -33,6 +33,11 @@ WgmmaLaunchPlan plan_wgmma_gemm(const QuantizedTensor& a, const QuantizedTensor&
   if (plan.k % 16 != 0) refuse("K must be a multiple of 16 (TMA row strides are 16-byte multiples)");
   if (plan.n % 8 != 0) refuse("N must be a multiple of 8 (the epilogue writes 8-column groups)");
   if (plan.m == 0 || plan.n == 0) refuse("empty output");
+  // wgmma itself takes e4m3 x e5m2 mixes, but this kernel is instantiated with one FP8 type
+  // for both operands; a mix runs on the CPU emulation (--backend auto falls back to it).
+  if (a.config.format != b.config.format)
+    refuse(std::string("A is ") + format_name(a.config.format) + " and B is " + format_name(b.config.format) +
+           ": the kernel is built for one FP8 format on both operands");
 
   WgmmaLaunchPlan launch;
   launch.k_blocks = (plan.k + kWgmmaBlockK - 1) / kWgmmaBlockK;
@@ -111,7 +116,6 @@ std::string cublaslt_config_failure(const QuantizedTensor& a, const QuantizedTen
   if (std::string why = cublaslt_format_failure(CublasLtMode::block_scaled, a.config.format, b.config.format);
       !why.empty())
     return why;
-  if (a.config.format != b.config.format) return "cuBLASLt here takes both operands in one FP8 format";
   return cublaslt_precondition_failure(CublasLtMode::block_scaled, a.rows, b.rows, a.cols, config.output);
 }
 

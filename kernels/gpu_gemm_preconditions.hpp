@@ -28,7 +28,8 @@ struct WgmmaLaunchPlan {
 // Throws std::invalid_argument naming what does not fit: the accumulation model must be
 // hopper (the hardware's), scales A: tile:1x128 | row | tensor, B: block:BxB (B >= 128) | row |
 // tensor, N_C 32, 64 or a multiple of 128 (or never), K positive and a multiple of 16 (TMA
-// strides are 16-byte multiples), N a multiple of 8 (the epilogue writes 8-column groups). M is free.
+// strides are 16-byte multiples), N a multiple of 8 (the epilogue writes 8-column groups), both
+// operands in one FP8 format (the kernel's instantiations; mixes run on the CPU). M is free.
 WgmmaLaunchPlan plan_wgmma_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config);
 
 // ---- cuBLASLt (kernels/cuda/cublaslt_gemm.cpp) ---------------------------------------------
@@ -54,9 +55,9 @@ std::string cublaslt_operand_failure(CublasLtMode mode, const Granularity& a, co
 
 // cuBLASLt's block-scaled path as a Backend GEMM: it computes one fixed arithmetic, which
 // DESIGN.md states as a hypothesis (a hopper partial per 128-K block, then promotion). The
-// configuration must be exactly that one, in formats cuBLASLt has (E4M3: the backend GEMM takes
-// one format for both operands, and E5M2 x E5M2 does not exist); otherwise the reason, so a
-// study skips the point instead of failing inside the GEMM.
+// configuration must be exactly that one, in formats cuBLASLt has (E4M3 x E4M3 and the mixes
+// E4M3 x E5M2, E5M2 x E4M3, each operand passed with its own type; E5M2 x E5M2 does not
+// exist); otherwise the reason, so a study skips the point instead of failing inside the GEMM.
 std::string cublaslt_config_failure(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config);
 
 }  // namespace fp8lab

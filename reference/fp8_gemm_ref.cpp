@@ -65,8 +65,10 @@ void split_fp32(float c, bool& negative, std::int64_t& significand, int& exponen
 
 // One instruction of the fused model: the incoming partial c and the products of a and b
 // over k in [k0, k0 + depth).
+// a_mantissa_bits and b_mantissa_bits are each operand's format's (E4M3: 3, E5M2: 2; they
+// differ in a mixed GEMM).
 float fused_instruction(float c, const Decomposed* a, const Decomposed* b, int depth, const AccumulationRef& model,
-                        int mantissa_bits) {
+                        int a_mantissa_bits, int b_mantissa_bits) {
   bool finite = std::isfinite(c);
   for (int k = 0; k < depth; ++k) finite = finite && a[k].finite && b[k].finite;
   if (!finite) {  // step 5: the IEEE double sum decides
@@ -86,9 +88,10 @@ float fused_instruction(float c, const Decomposed* a, const Decomposed* b, int d
   const bool rne = model.round_to_nearest_even;
   std::int64_t sum = shift_round(c_significand, c_exponent - 23 + F - e_max, rne) * (c_negative ? -1 : 1);
   for (int k = 0; k < depth; ++k) {
-    // a_k b_k = (sa sb) 2^(ea + eb - 2M)
+    // a_k b_k = (sa sb) 2^(ea + eb - Ma - Mb)
     const std::int64_t product = a[k].significand * b[k].significand;
-    const std::int64_t term = shift_round(product, a[k].exponent + b[k].exponent - 2 * mantissa_bits + F - e_max, rne);
+    const std::int64_t term =
+        shift_round(product, a[k].exponent + b[k].exponent - a_mantissa_bits - b_mantissa_bits + F - e_max, rne);
     sum += (a[k].negative != b[k].negative) ? -term : term;
   }
   // Step 4: S 2^(E - F) normalized, its significand kept to min(F, 23) fraction bits.
@@ -118,22 +121,22 @@ Eigen::MatrixXf fp8_gemm_model_ref(const Fp8OperandRef& a, const Fp8OperandRef& 
   const int depth = model.fp32_fma ? 32 : model.depth;
   const Eigen::Index padded_k = std::max<Eigen::Index>(depth, (K + depth - 1) / depth * depth);
   const Eigen::Index nc = (interval == 0 || interval > padded_k) ? padded_k : interval;
-  const int M_bits = a.format->mantissa_bits;
   // Zero's exponent is the model's convention, not a property of the format.
   const auto take_apart = [&](std::uint32_t code, const FormatDefinition& f) {
     Decomposed d = decompose(code, f);
     if (d.finite && d.significand == 0 && !model.zero_as_subnormal) d.exponent = -126;
     return d;
   };
-  const Decomposed zero = take_apart(0, *a.format);
+  // K padding is a zero code of each operand's own format (under zero:min their exponents differ).
+  const Decomposed a_zero = take_apart(0, *a.format), b_zero = take_apart(0, *b.format);
 
   // Every row of B taken apart once (zero-padded to padded_k), then each row of A in turn.
   std::vector<std::vector<Decomposed>> b_rows(static_cast<std::size_t>(N),
-                                              std::vector<Decomposed>(static_cast<std::size_t>(padded_k), zero));
+                                              std::vector<Decomposed>(static_cast<std::size_t>(padded_k), b_zero));
   for (Eigen::Index n = 0; n < N; ++n)
     for (Eigen::Index k = 0; k < K; ++k) b_rows[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)] = take_apart((*b.codes)(n, k), *b.format);
   Eigen::MatrixXf out(M, N);
-  std::vector<Decomposed> ra(static_cast<std::size_t>(padded_k), zero);
+  std::vector<Decomposed> ra(static_cast<std::size_t>(padded_k), a_zero);
   for (Eigen::Index m = 0; m < M; ++m) {
     for (Eigen::Index k = 0; k < K; ++k) ra[static_cast<std::size_t>(k)] = take_apart((*a.codes)(m, k), *a.format);
     for (Eigen::Index n = 0; n < N; ++n) {
@@ -149,7 +152,7 @@ Eigen::MatrixXf fp8_gemm_model_ref(const Fp8OperandRef& a, const Fp8OperandRef& 
                             static_cast<float>(rb[static_cast<std::size_t>(j)].value), p);
           } else {
             p = fused_instruction(p, &ra[static_cast<std::size_t>(k)], &rb[static_cast<std::size_t>(k)], depth, model,
-                                  M_bits);
+                                  a.format->mantissa_bits, b.format->mantissa_bits);
           }
         }
         // Promotion: s = fl32(s_a s_b) (the FP64 product of two FP32 values is exact), then one FMA.

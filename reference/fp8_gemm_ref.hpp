@@ -21,7 +21,7 @@ struct Fp8OperandRef {
   const CodeMatrix* codes = nullptr;       // rows x K
   const Eigen::MatrixXd* scales = nullptr;  // the scale grid (FP32 values)
   Eigen::Index tile_rows = 1, tile_cols = 1;  // extent of one scale
-  const FormatDefinition* format = nullptr;
+  const FormatDefinition* format = nullptr;  // each operand its own: E4M3 x E5M2 mixes are allowed
 };
 
 struct AccumulationRef {

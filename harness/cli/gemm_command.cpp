@@ -91,7 +91,7 @@ int run_gemm(const GemmOptionsCli& o) {
   if (o.json) {
     const nlohmann::json report = {
         {"a", o.a}, {"b", o.b}, {"m", a.rows}, {"n", b.rows}, {"k", a.cols},
-        {"format", r.format}, {"scale_rule", r.scale}, {"a_granularity", ga.to_string()},
+        {"format", r.format}, {"b_format", format_name(job.b_format())}, {"scale_rule", r.scale}, {"a_granularity", ga.to_string()},
         {"b_granularity", gb.to_string()}, {"accumulation", config.accumulation.to_string()},
         {"promotion", config.promotion.to_string()}, {"promotion_elements", plan.interval},
         {"output", r.output}, {"backend", backend.name()}, {"device", backend.device()},
@@ -105,10 +105,14 @@ int run_gemm(const GemmOptionsCli& o) {
   }
   const std::string promotion = config.promotion.never ? "never (one partial over K = " + std::to_string(plan.padded_k) + ")"
                                                        : "every " + std::to_string(plan.interval);
+  // One format, or the mix as "A x B" (e.g. e5m2 x e4m3).
+  const std::string formats = job.format() == job.b_format()
+                                  ? std::string(format_name(job.format()))
+                                  : std::string(format_name(job.format())) + " x " + format_name(job.b_format());
   std::printf("C = A * B^T: M=%lld N=%lld K=%lld, %s, A %s, B %s, scale %s, accumulation %s, promotion %s, "
               "%s output, %s backend\n",
               static_cast<long long>(a.rows), static_cast<long long>(b.rows), static_cast<long long>(a.cols),
-              r.format.c_str(), ga.to_string().c_str(), gb.to_string().c_str(), r.scale.c_str(),
+              formats.c_str(), ga.to_string().c_str(), gb.to_string().c_str(), r.scale.c_str(),
               config.accumulation.to_string().c_str(), promotion.c_str(), r.output.c_str(), route.backend.c_str());
   if (!route.fallback_reason.empty())
     std::printf("GEMM on %s: %s\n", route.backend.c_str(), route.fallback_reason.c_str());
@@ -137,7 +141,11 @@ Command add_gemm_command(CLI::App& app) {
   sub->add_option("--b-name", o->b_name, "Tensor name of B inside a .safetensors file");
   sub->add_option("--a-granularity", o->request.a_granularity, "A's scales: tile:1xT | row | tensor (| block:BxB)")->capture_default_str();
   sub->add_option("--b-granularity", o->request.b_granularity, "B's scales: block:BxB | row | tensor (| tile:1xT)")->capture_default_str();
-  sub->add_option("--format", o->request.format, "FP8 format of both operands: e4m3 or e5m2")->capture_default_str();
+  sub->add_option("--format", o->request.format, "FP8 format of A, and of B unless --b-format: e4m3 or e5m2")
+      ->capture_default_str();
+  sub->add_option("--b-format", o->request.b_format,
+                  "FP8 format of B when it differs from A's (a mix, e.g. --format e5m2 --b-format e4m3 as a "
+                  "gradient times a weight); default: --format");
   sub->add_option("--scale", o->request.scale, "Scale rule: fp32 or pow2")->capture_default_str();
   sub->add_option("--accum", o->request.accum,
                   "Accumulation model: hopper (13 fraction bits, 32-deep, truncation) | fp32 (FMA per product) | "

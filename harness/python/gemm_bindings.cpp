@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "harness/gemm_request.hpp"
 #include "harness/python/array_conversion.hpp"
@@ -36,10 +37,10 @@ py::dict errors_dict(const GemmErrors& errors) {
 }
 
 py::object gemm(const py::object& a, const py::object& b, const std::string& a_granularity, const std::string& b_granularity,
-                const std::string& format, const std::string& scale, const std::string& accum, const py::object& promotion,
+                const std::string& format, const std::optional<std::string>& b_format, const std::string& scale, const std::string& accum, const py::object& promotion,
                 const std::string& output, int threads, const std::string& backend, bool ignore_memory_limit,
                 bool errors) {
-  const GemmJob job(GemmRequest{a_granularity, b_granularity, format, scale, accum, promotion_text(promotion), output,
+  const GemmJob job(GemmRequest{a_granularity, b_granularity, format, b_format.value_or(""), scale, accum, promotion_text(promotion), output,
                                 threads, backend, ignore_memory_limit});
   const FlatArray<float> av = float32_matrix(a, "a"), bv = float32_matrix(b, "b");
   GemmResult result;
@@ -58,12 +59,14 @@ py::object gemm(const py::object& a, const py::object& b, const std::string& a_g
 void add_gemm_bindings(py::module_& m) {
   const GemmRequest d;
   m.def("gemm", &gemm, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("a_granularity") = d.a_granularity,
-        py::arg("b_granularity") = d.b_granularity, py::arg("format") = d.format, py::arg("scale") = d.scale,
+        py::arg("b_granularity") = d.b_granularity, py::arg("format") = d.format,
+        py::arg("b_format") = py::none(), py::arg("scale") = d.scale,
         py::arg("accum") = d.accum, py::arg("promotion") = promotion_default(d.promotion),
         py::arg("output") = d.output, py::arg("threads") = d.threads, py::arg("backend") = d.backend,
         py::arg("ignore_memory_limit") = d.ignore_memory_limit, py::arg("errors") = false,
         "C = A B^T (A: M x K activations, B: N x K weights as nn.Linear stores them), both quantized to FP8 and "
-        "multiplied by the emulation of the FP8 tensor-core GEMM; float32 M x N (with output='bf16' the values "
+        "multiplied by the emulation of the FP8 tensor-core GEMM; format is A's, and B's unless b_format names "
+        "another (a mix such as format='e5m2', b_format='e4m3'); float32 M x N (with output='bf16' the values "
         "are rounded to BF16, RNE, and held in float32). accum: 'hopper' (= bits:13,depth:32,round:rz) | "
         "'hopper,zero:min' | 'fp32' | 'bits:F,depth:D,round:rz|rne[,zero:none|min]'; promotion: N_C (a multiple "
         "of 32 that divides the scale tile along K) or 'never'. With errors=True returns (C, errors): the "

@@ -10,6 +10,17 @@
 // a_k b_k is exact in FP32 (4-bit significands), and scaling by 2^(F-E) is exact, so each
 // term is one conversion to integer: that is what makes the vector path both exact and fast.
 //
+// Operand formats may differ (E4M3 x E5M2, E5M2 x E4M3): each operand is unpacked with its
+// own format's code table (gemm_packing.cpp), so only the exponent ranges below matter.
+// Unnormalized exponents of finite nonzero codes (subnormals at emin; their values reach
+// 2^-9 and 2^-16, but the significand carries the rest):
+//   E4M3 [-6, 8]     E5M2 [-14, 15]
+// so e_a + e_b of a nonzero product lies in
+//   E4M3 x E4M3 [-12, 16]   E4M3 x E5M2 = E5M2 x E4M3 [-20, 23]   E5M2 x E5M2 [-28, 30]
+// and every bound the vector paths take from [-28, 30] holds for every pairing. A product's
+// FP32 value is exact for every pairing too: significands of at most 4 bits (product < 2^8),
+// magnitudes from 2^-32 (E5M2 x E5M2 subnormals) to below 2^32 (57344^2), all normal in FP32.
+//
 // Blocking: K is walked in blocks of whole instructions (kKBlock elements) so a block of A
 // rows stays in L2 and a B panel slice in L1; acc and p live in a state array between blocks.
 // Work within a K block is split over threads by (row chunk, panel chunk); every output
@@ -162,7 +173,8 @@ FP8LAB_TARGET_AVX2 void tile_fused_avx2(const GemmProblem& pr, std::int64_t row0
       products_matter = products_matter || !_mm256_testz_si256(_mm256_cmpgt_epi32(bound, e[r]), all_ones);
     }
     if (products_matter) {
-      // All 32 outputs at once in int8 (exponent sums lie in [-28, 30]), then widened per row:
+      // All 32 outputs at once in int8 (exponent sums of nonzero products lie in [-28, 30] for
+      // every format pairing, see the file comment), then widened per row:
       // byte r * 8 + lane of e8 is output (row r, lane). A's 4 exponents are spread to 8 copies
       // each by one in-lane byte shuffle; B's 8 fill the 4 quarters by one broadcast.
       const std::int8_t* ta = &pr.a.tile_exponent[static_cast<std::size_t>(((row0 / kRowsPerTile) * pr.a.padded_k + k0) * kRowsPerTile)];
@@ -177,7 +189,10 @@ FP8LAB_TARGET_AVX2 void tile_fused_avx2(const GemmProblem& pr, std::int64_t row0
         std::memcpy(&b8, tb + k * kPanel, sizeof b8);
         const __m256i ea = _mm256_shuffle_epi8(_mm256_set1_epi32(a4), spread);
         // Saturating: with zero:none a zero's exponent is -126, and -126 + -126 must stay
-        // below every real exponent rather than wrap (it saturates to -128).
+        // below every real exponent rather than wrap (it saturates to -128). A zero times a
+        // nonzero code of either format sums to -126 + [-14, 15] = [-140, -111]: saturated or
+        // not, below -28, the least sum of two nonzero codes; with zero:min a zero has its own
+        // format's emin (-6 or -14) and its sums stay in [-28, 30].
         e8 = _mm256_max_epi8(e8, _mm256_adds_epi8(ea, _mm256_set1_epi64x(b8)));
       }
       const __m128i low = _mm256_castsi256_si128(e8), high = _mm256_extracti128_si256(e8, 1);
@@ -187,11 +202,13 @@ FP8LAB_TARGET_AVX2 void tile_fused_avx2(const GemmProblem& pr, std::int64_t row0
     __m256 scale[kRowsPerTile];
     __m256i sum[kRowsPerTile];
     for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
-      // 2^(F-E) built from exponent bits needs 127 + F - E <= 254, and this path has F <= 21
-      // (vector_path_holds). A nonzero term has an exponent >= -49 (nonzero products have
-      // e_a + e_b >= -28, and p is a multiple of 2^(E' - F) for an earlier E' >= -28), so
-      // E < -64 happens only with zero:none in a lane whose terms are all zero, where
-      // flooring E changes nothing.
+      // 2^(F-E) built from exponent bits needs 1 <= 127 + F - E <= 254, and this path has
+      // F <= 21 (vector_path_holds). A nonzero term has an exponent >= -49 (nonzero products
+      // have e_a + e_b >= -28 in every format pairing, -20 for E4M3 x E5M2, and p is a multiple
+      // of 2^(E' - F) for an earlier E' >= -28), so E < -64 happens only with zero:none in a
+      // lane whose terms are all zero, where flooring E changes nothing. Above, E is at most
+      // max(30, exponent(p)), far below 127 + F. The unscale 2^(E-F) needs 1 <= E + 127 - F:
+      // E >= -64 gives 63 - F >= 42.
       e[r] = _mm256_max_epi32(e[r], exponent_floor);
       scale[r] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(scale_exponent, e[r]), 23));
       const __m256 c = _mm256_mul_ps(p[r], scale[r]);

@@ -77,7 +77,8 @@ __attribute__((always_inline)) inline void fused_wide(const GemmProblem& pr, std
       for (int lane = 0; lane < 16; ++lane) products_matter |= (lane < 8 ? bound_lo : bound_hi) > e[q][lane];
     }
     if (products_matter) {
-      // The 32 outputs' exponent maxima in int16 (sums of two int8 exponents, -252..30, never
+      // The 32 outputs' exponent maxima in int16 (sums of two int8 exponents, -252..30 for
+      // every format pairing, E4M3 x E5M2 included (gemm_fp8_nt.cpp's file comment), never
       // overflow): element r * 8 + lane is output (row r, lane).
       const std::int8_t* ta = &pr.a.tile_exponent[static_cast<std::size_t>(((row0 / kRowsPerTile) * pr.a.padded_k + k0) * kRowsPerTile)];
       const std::int8_t* tb = &pr.b.lane_exponent[static_cast<std::size_t>((panel * pr.b.padded_k + k0) * kPanel)];
@@ -103,7 +104,7 @@ __attribute__((always_inline)) inline void fused_wide(const GemmProblem& pr, std
     i32x16 sum[kPairs];
     for (int q = 0; q < kPairs; ++q) {
       // 2^(F-E) from exponent bits; the floor at -64 is the one of tile_fused_avx2 (a lane with
-      // E < -64 sums only zeros).
+      // E < -64 sums only zeros, whatever the operands' formats).
       e[q] = e[q] > -64 ? e[q] : -64;
       const i32x16 scale_bits = (127 + F - e[q]) << 23;
       scale[q] = (f32x16)scale_bits;

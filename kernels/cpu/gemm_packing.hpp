@@ -14,6 +14,8 @@ inline constexpr std::int64_t kRowsPerTile = 4;  // A rows per micro-tile
 // The vector path reads A per micro-tile, [tile][k][row], so a tile's 4 values of one k share
 // 16 bytes, and exponents as int8 (4 bytes per k for A, 8 for B): the exponent max of a
 // 4 x 8 micro-tile is then one 32-byte add + max per k.
+// Each operand is unpacked with its own format's code table (A and B may differ, E4M3 x E5M2):
+// int8 holds both formats' exponents (E4M3 [-6, 8], E5M2 [-14, 16] with inf/NaN, zero:none's -126).
 
 struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` are zero
   std::int64_t rows = 0, padded_rows = 0, padded_k = 0;

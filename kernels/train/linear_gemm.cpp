@@ -58,7 +58,9 @@ std::size_t quantized_bytes(std::int64_t rows, std::int64_t cols, const Granular
   return static_cast<std::size_t>(rows * cols + scales * 4);
 }
 
-QuantizeConfig quantize_config(const GemmPrecision& p, const Granularity& g) { return {p.format, g, p.scale_rule}; }
+QuantizeConfig quantize_config(const GemmPrecision& p, Fp8Format format, const Granularity& g) {
+  return {format, g, p.scale_rule};
+}
 
 // One thread for GEMMs too small to repay a thread team (every stories260K GEMM): the
 // GEMM's own loops and its packing's (which take the default team size) alike, so no idle
@@ -93,8 +95,8 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
     std::vector<float> ac(static_cast<std::size_t>(m * k)), bc(static_cast<std::size_t>(n * k));
     for (std::int64_t r = 0; r < m; ++r) std::memcpy(&ac[static_cast<std::size_t>(r * k)], a + r * lda, sizeof(float) * static_cast<std::size_t>(k));
     for (std::int64_t r = 0; r < n; ++r) std::memcpy(&bc[static_cast<std::size_t>(r * k)], b + r * ldb, sizeof(float) * static_cast<std::size_t>(k));
-    const QuantizedTensor qa = cpu::quantize(ac, m, k, quantize_config(p, p.a_granularity));
-    const QuantizedTensor qb = cpu::quantize(bc, n, k, quantize_config(p, p.b_granularity));
+    const QuantizedTensor qa = cpu::quantize(ac, m, k, quantize_config(p, p.a_format, p.a_granularity));
+    const QuantizedTensor qb = cpu::quantize(bc, n, k, quantize_config(p, p.b_format, p.b_granularity));
     const std::vector<float> out = cpu::gemm_nt(qa, qb, p.gemm);
     for (std::size_t i = 0; i < out.size(); ++i) c[i] = accumulate ? c[i] + out[i] : out[i];
   } else {
@@ -160,6 +162,8 @@ void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, 
   if constexpr (std::is_same_v<Real, float>) {
     // DeepSeek-V3: dY and X as their Dgrad / Fprop GEMMs quantized them (1xT along
     // channels), re-quantized transposed (1xT along tokens); see requantize_transposed.hpp.
+    // Each keeps the format its source GEMM gave it as an A operand (validate() has checked
+    // they are Wgrad's A and B formats): dY^T stays E5M2 in the hybrid recipe, X^T E4M3.
     const GemmPrecision& sa = *call.requantize_source_a;
     const GemmPrecision& sb = *call.requantize_source_b;
     DeviceBuffer wa = call.ledger.allocate(quantized_bytes(k, m, sa.a_granularity) + quantized_bytes(m, k, sa.a_granularity),
@@ -169,8 +173,8 @@ void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, 
     if (!dw.has_data()) return;
     const SmallGemmThreads threads(m * n * k);
     const std::span<const float> dys(dy.row(row_begin), static_cast<std::size_t>(k * m)), xs(x.row(row_begin), static_cast<std::size_t>(k * n));
-    const QuantizedTensor qa = cpu::requantize_transposed(cpu::quantize(dys, k, m, quantize_config(sa, sa.a_granularity)));
-    const QuantizedTensor qb = cpu::requantize_transposed(cpu::quantize(xs, k, n, quantize_config(sb, sb.a_granularity)));
+    const QuantizedTensor qa = cpu::requantize_transposed(cpu::quantize(dys, k, m, quantize_config(sa, sa.a_format, sa.a_granularity)));
+    const QuantizedTensor qb = cpu::requantize_transposed(cpu::quantize(xs, k, n, quantize_config(sb, sb.a_format, sb.a_granularity)));
     const std::vector<float> out = cpu::gemm_nt(qa, qb, call.precision.gemm);
     for (std::size_t i = 0; i < out.size(); ++i) dw.data()[i] = accumulate ? dw.data()[i] + out[i] : out[i];
   } else {

@@ -33,7 +33,10 @@ GemmPrecision::Kind parse_gemm_precision_kind(std::string_view text) {
 
 std::string GemmPrecision::describe() const {
   if (kind != Kind::fp8) return gemm_precision_kind_name(kind);
-  return std::string("fp8 ") + format_name(format) + " A " + a_granularity.to_string() + " B " +
+  // One format, or the mix as "A x B" (e.g. e5m2 x e4m3).
+  const std::string formats = a_format == b_format ? std::string(format_name(a_format))
+                                                   : std::string(format_name(a_format)) + " x " + format_name(b_format);
+  return "fp8 " + formats + " A " + a_granularity.to_string() + " B " +
          b_granularity.to_string() + " scale " + scale_rule_name(scale_rule) + " accum " +
          gemm.accumulation.to_string() + " N_C " + gemm.promotion.to_string() +
          (requantize_transposed ? " requantized" : "");
@@ -41,7 +44,7 @@ std::string GemmPrecision::describe() const {
 
 bool GemmPrecision::operator==(const GemmPrecision& o) const {
   if (kind != Kind::fp8 || o.kind != Kind::fp8) return kind == o.kind;  // the FP8 fields mean nothing otherwise
-  return format == o.format && a_granularity == o.a_granularity && b_granularity == o.b_granularity &&
+  return a_format == o.a_format && b_format == o.b_format && a_granularity == o.a_granularity && b_granularity == o.b_granularity &&
          scale_rule == o.scale_rule && gemm.accumulation == o.gemm.accumulation &&
          gemm.promotion.never == o.gemm.promotion.never && gemm.promotion.elements == o.gemm.promotion.elements &&
          gemm.output == o.gemm.output && requantize_transposed == o.requantize_transposed;
@@ -85,13 +88,16 @@ void PrecisionRecipe::validate(const ModelConfig& model) const {
         throw std::invalid_argument(std::string(gemm_kind_name(k)) + " of " + l +
                                     ": fp64 cannot be mixed with other kinds (the step computes in one precision)");
       if (k == GemmKind::wgrad && p.kind == GemmPrecision::Kind::fp8 && p.requantize_transposed) {
+        // Dgrad's A (dY) becomes this A (dY^T), Fprop's A (X) this B (X^T): each keeps its format.
         for (GemmKind source : {GemmKind::fprop, GemmKind::dgrad}) {
           const GemmPrecision& s = resolve(l, source);
+          const Fp8Format kept = source == GemmKind::dgrad ? p.a_format : p.b_format;
           if (s.kind != GemmPrecision::Kind::fp8 || s.a_granularity.kind != Granularity::Kind::tile ||
-              s.format != p.format || s.scale_rule != p.scale_rule || s.a_granularity != p.a_granularity)
+              s.a_format != kept || s.scale_rule != p.scale_rule || s.a_granularity != p.a_granularity)
             throw std::invalid_argument("wgrad.requantize_transposed of " + l + ": needs " + gemm_kind_name(source) +
-                                        " in fp8 with A granularity " + p.a_granularity.to_string() + ", format " +
-                                        format_name(p.format) + " and the same scale rule");
+                                        " in fp8 with A granularity " + p.a_granularity.to_string() + ", A format " +
+                                        format_name(kept) + " (wgrad's " + (source == GemmKind::dgrad ? "A" : "B") +
+                                        " format) and the same scale rule");
         }
       }
     }
@@ -119,7 +125,9 @@ PrecisionRecipe named_recipe(std::string_view name) {
     p.kind = K::fp8;
     p.a_granularity = p.b_granularity = Granularity::tensor();
     PrecisionRecipe r = all(p);
-    r.dgrad.format = r.wgrad.format = Fp8Format::e5m2;
+    // Gradients in E5M2 (range), weights and activations in E4M3 (precision): the A operands
+    // of Dgrad (dY) and Wgrad (dY^T); their B operands (W, X^T) stay E4M3.
+    r.dgrad.a_format = r.wgrad.a_format = Fp8Format::e5m2;
     return r;
   }
   throw std::invalid_argument("recipe '" + std::string(name) + "' is not one of fp64, fp32, bf16, fp16, deepseek_v3, hybrid");

@@ -27,16 +27,17 @@ struct GemmPrecision {
   // through the CPU emulation of the FP8 tensor-core GEMM.
   enum class Kind { fp64, fp32, bf16, fp16, fp8 };
   Kind kind = Kind::fp32;
-  // fp8 only. One format for both operands (the GEMM emulation refuses mixed formats, so
-  // the E5M2-backward hybrid quantizes both operands of Dgrad and Wgrad to E5M2).
-  Fp8Format format = Fp8Format::e4m3;
+  // fp8 only. Each operand's format: they may differ, as in Transformer Engine's HYBRID
+  // backward (A = dY or dY^T in E5M2, B = W or X^T in E4M3), which Hopper's wgmma runs.
+  Fp8Format a_format = Fp8Format::e4m3, b_format = Fp8Format::e4m3;
   Granularity a_granularity = Granularity::tile(128), b_granularity = Granularity::block(128);
   ScaleRule scale_rule = ScaleRule::fp32;
   GemmConfig gemm;  // accumulation model, promotion interval N_C (output FP32)
   // Wgrad only: take A = dY^T and B = X^T by re-quantizing the 1xT-quantized dY (of Dgrad)
   // and X (of Fprop) transposed (DeepSeek-V3's path, two roundings; needs tile:1xT on the
-  // A operands of Fprop and Dgrad and the same format), instead of quantizing the
-  // transposes from their high-precision values.
+  // A operands of Fprop and Dgrad, Dgrad's A format equal to this A's (dY^T keeps dY's format,
+  // E5M2 in the hybrid) and Fprop's A format equal to this B's (X^T keeps X's)), instead of
+  // quantizing the transposes from their high-precision values.
   bool requantize_transposed = false;
 
   static GemmPrecision plain(Kind kind) {
@@ -72,8 +73,9 @@ struct PrecisionRecipe {
 };
 
 // fp64, fp32, bf16, fp16, deepseek_v3 (E4M3, 1x128 activations / 128x128 weights, hopper
-// N_C 128, Wgrad re-quantized, classifier in BF16), hybrid (E4M3 Fprop, E5M2 Dgrad/Wgrad,
-// per-tensor scales, hopper N_C 128).
+// N_C 128, Wgrad re-quantized, classifier in BF16), hybrid (Transformer Engine's HYBRID:
+// E4M3 forward, E5M2 gradients: Fprop X, W in E4M3; Dgrad dY E5M2 x W E4M3; Wgrad dY^T E5M2 x
+// X^T E4M3; per-tensor scales, hopper N_C 128).
 PrecisionRecipe named_recipe(std::string_view name);  // throws std::invalid_argument listing names
 
 }  // namespace fp8lab::train

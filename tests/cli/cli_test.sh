@@ -190,6 +190,7 @@ case_gemm_bad_inputs() {
   expect_one_line_error "promotion interval never does not divide" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --promotion never
   expect_one_line_error "not a multiple of the instruction depth 32" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --a-granularity row --b-granularity row --promotion 48
   expect_one_line_error "accumulation model 'tf32'" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --accum tf32
+  expect_one_line_error "B's format (--b-format) 'e3m4'" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --b-format e3m4
   expect_one_line_error "missing.npy: cannot open" "$fp8lab" gemm --a "$work/missing.npy" --b "$work/b.npy"
   expect_exit 2 "$fp8lab" gemm --a "$work/a.npy"
   expect_one_line_error "--backend cuda: " "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --backend cuda

@@ -17,6 +17,7 @@ GEMM_MISTAKES = [
     (["--b-granularity", "col"], {"b_granularity": "col"}),
     (["--a-granularity", "block:1024x1024"], {"a_granularity": "block:1024x1024"}),
     (["--format", "e3m4"], {"format": "e3m4"}),
+    (["--b-format", "e3m4"], {"b_format": "e3m4"}),
     (["--scale", "pow3"], {"scale": "pow3"}),
     (["--accum", "bits:99,depth:32,round:rz"], {"accum": "bits:99,depth:32,round:rz"}),
     (["--accum", "hopper,zero:max"], {"accum": "hopper,zero:max"}),

@@ -58,6 +58,24 @@ class GemmMatchesCli(CliTestCase):
         self.assertGreater(computed, 0)
         self.assertGreater(refused, 0)
 
+    def test_mixed_operand_formats(self):
+        # B in another format than A (--b-format / b_format): the same bits as the CLI, every
+        # pairing; b_format=None (the default) is A's format.
+        for fmt, b_fmt in [("e4m3", "e5m2"), ("e5m2", "e4m3"), ("e5m2", "e5m2")]:
+            for accum in ["hopper", "hopper,zero:min", "fp32"]:
+                with self.subTest(format=fmt, b_format=b_fmt, accum=accum):
+                    self.assertTrue(self.check(["--format", fmt, "--b-format", b_fmt, "--accum", accum],
+                                               format=fmt, b_format=b_fmt, accum=accum))
+        np.testing.assert_array_equal(fp8lab.gemm(self.a, self.b, format="e5m2"),
+                                      fp8lab.gemm(self.a, self.b, format="e5m2", b_format="e5m2"))
+        # B's format is really used: quantizing B to E5M2 instead of E4M3 changes the result
+        # (E5M2 keeps 2 mantissa bits, E4M3 3, so the random B's codes round differently).
+        self.assertFalse(np.array_equal(fp8lab.gemm(self.a, self.b), fp8lab.gemm(self.a, self.b, b_format="e5m2")))
+        report = json.loads(self.cli_ok("gemm", "--a", self.a_path, "--b", self.b_path, "--format", "e5m2",
+                                        "--b-format", "e4m3", "--json"))
+        self.assertEqual((report["format"], report["b_format"]), ("e5m2", "e4m3"))
+        self.assertFalse(self.check(["--b-format", "e3m4"], b_format="e3m4"))  # refused alike, naming B
+
     def test_granularities_outputs_and_scale_rules(self):
         for ga, gb in GRANULARITY_PAIRS:
             for promotion in [128, "never"]:

@@ -3,7 +3,9 @@
 //    (reference/fp8_gemm_ref): 0 mismatching bits on ragged shapes (K not a multiple of 32 or
 //    128, M not of 4, N not of 8), every finite code (subnormals, extremes, mixed signs),
 //    wide and positive-only data, every accumulation model and zero convention, every SIMD
-//    path this CPU has (scalar, AVX2, AVX-512) and the 16-lane AVX-512 micro-tile built for AVX2;
+//    path this CPU has (scalar, AVX2, AVX-512) and the 16-lane AVX-512 micro-tile built for AVX2,
+//    for both single formats and both mixes (E4M3 x E5M2 and E5M2 x E4M3, as Transformer
+//    Engine's HYBRID backward runs them);
 // 2. against the FP64 GEMM on integer-valued operands with power-of-two scales, where both
 //    arithmetics are exact (the bound on the sizes is derived below).
 #include <catch2/catch.hpp>
@@ -17,6 +19,15 @@
 using namespace fp8lab;
 
 namespace {
+
+// A's and B's formats: the two single-format GEMMs and the two mixes.
+struct FormatPair {
+  Fp8Format a, b;
+};
+constexpr FormatPair kFormatPairs[] = {{Fp8Format::e4m3, Fp8Format::e4m3},
+                                       {Fp8Format::e5m2, Fp8Format::e5m2},
+                                       {Fp8Format::e4m3, Fp8Format::e5m2},
+                                       {Fp8Format::e5m2, Fp8Format::e4m3}};
 
 struct Mismatch {
   std::size_t count = 0;
@@ -67,7 +78,7 @@ TEST_CASE("cpu gemm matches the integer model reference bit for bit: random code
   const Shape shapes[] = {{5, 9, 32}, {13, 17, 100}, {8, 24, 300}, {6, 11, 640}};
   const char* models[] = {"hopper", "hopper,zero:min", "fp32", "bits:16,depth:16,round:rne,zero:min",
                           "bits:10,depth:64,round:rz", "bits:25,depth:32,round:rz"};
-  for (Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2})
+  for (const FormatPair& formats : kFormatPairs)
     for (const Shape& s : shapes)
       for (const char* model : models)
         for (const char* promotion : {"64", "128", "never"}) {
@@ -75,10 +86,12 @@ TEST_CASE("cpu gemm matches the integer model reference bit for bit: random code
           if (std::string(promotion) == "64" && acc.depth > 64) continue;  // N_C must hold whole instructions
           // "never" needs scales constant along K: per-row; otherwise DeepSeek-V3's tiles and blocks.
           const bool never = std::string(promotion) == "never";
-          DYNAMIC_SECTION(format_name(format) << " " << s.m << "x" << s.n << "x" << s.k << " " << model
-                                              << " N_C=" << promotion) {
-            const QuantizedTensor a = test::random_code_operand(s.m, s.k, format, never ? "row" : "tile:1x128", rng, false);
-            const QuantizedTensor b = test::random_code_operand(s.n, s.k, format, never ? "row" : "block:128x128", rng, false);
+          DYNAMIC_SECTION(format_name(formats.a) << " x " << format_name(formats.b) << " " << s.m << "x" << s.n << "x"
+                                                 << s.k << " " << model << " N_C=" << promotion) {
+            const QuantizedTensor a =
+                test::random_code_operand(s.m, s.k, formats.a, never ? "row" : "tile:1x128", rng, false);
+            const QuantizedTensor b =
+                test::random_code_operand(s.n, s.k, formats.b, never ? "row" : "block:128x128", rng, false);
             GemmConfig config{acc, PromotionInterval::parse(promotion), OutputType::fp32};
             check_against_model(a, b, config);
           }
@@ -96,17 +109,18 @@ TEST_CASE("cpu gemm matches the integer model reference: per-row, per-tensor, bf
     }
     return x;
   };
-  for (Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2})
+  for (const FormatPair& formats : kFormatPairs)
     for (bool positive : {true, false})
       for (const auto& [ga, gb] : {std::pair{"row", "row"}, {"tensor", "tensor"}, {"tile:1x128", "block:128x128"}})
         for (OutputType out : {OutputType::fp32, OutputType::bf16}) {
-          DYNAMIC_SECTION(format_name(format) << (positive ? " positive" : " mixed-sign") << " A " << ga << " B " << gb
-                                              << " " << output_type_name(out)) {
+          DYNAMIC_SECTION(format_name(formats.a) << " x " << format_name(formats.b)
+                                                 << (positive ? " positive" : " mixed-sign") << " A " << ga << " B "
+                                                 << gb << " " << output_type_name(out)) {
             const std::int64_t m = 7, n = 10, k = 520;
             const QuantizedTensor a =
-                cpu::quantize(data(m, k, positive, 4.0), m, k, {format, Granularity::parse(ga), ScaleRule::fp32});
+                cpu::quantize(data(m, k, positive, 4.0), m, k, {formats.a, Granularity::parse(ga), ScaleRule::fp32});
             const QuantizedTensor b =
-                cpu::quantize(data(n, k, positive, 2.0), n, k, {format, Granularity::parse(gb), ScaleRule::pow2});
+                cpu::quantize(data(n, k, positive, 2.0), n, k, {formats.b, Granularity::parse(gb), ScaleRule::pow2});
             check_against_model(a, b, {AccumulationModel::hopper(), PromotionInterval::parse("128"), out});
             if (std::string(ga) != "tile:1x128")  // scales constant along K: any interval, up to never
               check_against_model(a, b, {AccumulationModel::hopper(), PromotionInterval::parse("never"), out});
@@ -226,35 +240,40 @@ TEST_CASE("zero exponent convention: random zero-times-large operands, kernel an
   // or both small. Every output then meets zero x large next to small x
   // small products, which zero:min lets the zero raise E over. Both conventions must match
   // the reference bit for bit, and they must differ from each other somewhere (else this case
-  // could not tell them apart).
+  // could not tell them apart). A and B run in each format pairing, mixes included.
   std::mt19937_64 rng(99);
   const std::int64_t k = 4096;
   std::vector<int> kind(static_cast<std::size_t>(k));
   for (int& v : kind) v = static_cast<int>(rng() % 3);
-  for (Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2}) {
-    const int mantissa_bits = format == Fp8Format::e4m3 ? 3 : 2;
-    // Small products sit 12 (E4M3: 2 vs -10) or 15 (E5M2: 1 vs -14) binades below the zero:min
-    // exponent of zero x large, more than the 13 - 2M bits that hold a product exactly.
-    const int large_field = format == Fp8Format::e4m3 ? 15 : 30, small_field = format == Fp8Format::e4m3 ? 2 : 8;
-    const auto code = [&](int field) {
-      const auto sign = static_cast<std::uint32_t>(rng() & 1) << 7;
-      const auto mantissa = static_cast<std::uint32_t>(rng() % (format == Fp8Format::e4m3 ? 7 : 4));  // never E4M3's NaN
-      return static_cast<std::uint8_t>(sign | static_cast<std::uint32_t>(field) << mantissa_bits | mantissa);
-    };
-    const auto operand = [&](std::int64_t rows, const char* granularity, int large_kind) {
-      QuantizedTensor q = test::random_code_operand(rows, k, format, granularity, rng, false);
-      for (std::int64_t r = 0; r < rows; ++r)
-        for (std::int64_t c = 0; c < k; ++c) {
-          const int t = kind[static_cast<std::size_t>(c)];
-          q.codes[static_cast<std::size_t>(r * k + c)] = t == 2 ? code(small_field) : t == large_kind ? code(large_field) : 0;
-        }
-      return q;
-    };
+  // Large: each format's largest finite exponent field (E4M3 15: 2^8, E5M2 30: 2^15); small:
+  // field 2 (E4M3, 2^-5) or 8 (E5M2, 2^-7). Under zero:min, zero x large has exponent
+  // emin(zero's format) + e(large): E4M3 x E4M3 -6 + 8 = 2, E5M2 x E5M2 -14 + 15 = 1, the
+  // mixes -6 + 15 = 9 (E4M3 zero, E5M2 large) and -14 + 8 = -6 (E5M2 zero, E4M3 large); each
+  // instruction of 32 holds both zero x large kinds with near certainty, so E >= 2, 1 or 9.
+  // Small x small has exponent -10, -14 or -12 (mixes): 12, 15 or 21 binades below, more than
+  // the 13 - (Ma + Mb) bits (7 to 9) that hold a product exactly, so zero:min truncates them.
+  const auto mantissa_bits = [](Fp8Format f) { return f == Fp8Format::e4m3 ? 3 : 2; };
+  const auto code = [&](Fp8Format format, bool large) {
+    const int field = format == Fp8Format::e4m3 ? (large ? 15 : 2) : (large ? 30 : 8);
+    const auto sign = static_cast<std::uint32_t>(rng() & 1) << 7;
+    const auto mantissa = static_cast<std::uint32_t>(rng() % (format == Fp8Format::e4m3 ? 7 : 4));  // never E4M3's NaN
+    return static_cast<std::uint8_t>(sign | static_cast<std::uint32_t>(field) << mantissa_bits(format) | mantissa);
+  };
+  const auto operand = [&](std::int64_t rows, Fp8Format format, const char* granularity, int large_kind) {
+    QuantizedTensor q = test::random_code_operand(rows, k, format, granularity, rng, false);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < k; ++c) {
+        const int t = kind[static_cast<std::size_t>(c)];
+        q.codes[static_cast<std::size_t>(r * k + c)] = t == 2 ? code(format, false) : t == large_kind ? code(format, true) : 0;
+      }
+    return q;
+  };
+  for (const FormatPair& formats : kFormatPairs)
     for (const char* promotion : {"128", "never"}) {
-      DYNAMIC_SECTION(format_name(format) << " N_C=" << promotion) {
+      DYNAMIC_SECTION(format_name(formats.a) << " x " << format_name(formats.b) << " N_C=" << promotion) {
         const bool never = std::string(promotion) == "never";
-        const QuantizedTensor a = operand(9, never ? "row" : "tile:1x128", 0);
-        const QuantizedTensor b = operand(17, never ? "row" : "block:128x128", 1);
+        const QuantizedTensor a = operand(9, formats.a, never ? "row" : "tile:1x128", 0);
+        const QuantizedTensor b = operand(17, formats.b, never ? "row" : "block:128x128", 1);
         std::vector<float> outputs[2];
         int i = 0;
         for (const char* model : {"hopper,zero:none", "hopper,zero:min"}) {
@@ -267,5 +286,4 @@ TEST_CASE("zero exponent convention: random zero-times-large operands, kernel an
         CHECK(differ.mismatches > 0);
       }
     }
-  }
 }

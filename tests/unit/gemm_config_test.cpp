@@ -50,8 +50,11 @@ TEST_CASE("gemm plan: padding, never, and the refusals that say why") {
   CHECK(never.intervals == 1);
   CHECK_THROWS_WITH(plan_gemm(q(4, 300, "tile:1x128"), q(8, 256, "block:128x128"), hopper128),
                     Catch::Contains("same K"));
-  CHECK_THROWS_WITH(plan_gemm(q(4, 256, "row"), q(8, 256, "row", Fp8Format::e5m2), hopper128),
-                    Catch::Contains("mixed operand formats"));
+  // Mixed formats (E4M3 x E5M2, E5M2 x E4M3) plan like a single format: K and the scales decide.
+  const GemmPlan mixed = plan_gemm(q(4, 300, "tile:1x128"), q(8, 300, "block:128x128", Fp8Format::e5m2), hopper128);
+  CHECK(mixed.padded_k == 320);
+  CHECK(mixed.intervals == 3);
+  CHECK(plan_gemm(q(4, 256, "row", Fp8Format::e5m2), q(8, 256, "row"), hopper128).interval == 128);
   CHECK_THROWS_WITH(plan_gemm(q(4, 512, "tile:1x128"), q(8, 512, "block:128x128"),
                               {AccumulationModel::hopper(), PromotionInterval::parse("256"), OutputType::fp32}),
                     Catch::Contains("does not divide A's scale extent 128 along K"));

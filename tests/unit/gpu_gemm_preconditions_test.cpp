@@ -134,3 +134,13 @@ TEST_CASE("cuBLASLt formats: E5M2 x E5M2 is refused up front (it would throw ins
   const QuantizedTensor a = operand(64, 256, "tile:1x128", F::e5m2), b = operand(64, 256, "block:128x128", F::e5m2);
   CHECK_THAT(cublaslt_config_failure(a, b, config_with("128")), Catch::Contains("no E5M2 x E5M2"));
 }
+
+TEST_CASE("mixed operand formats: cuBLASLt takes E4M3 x E5M2 and E5M2 x E4M3, the WGMMA kernel refuses them") {
+  using F = Fp8Format;
+  for (const auto& [fa, fb] : {std::pair{F::e4m3, F::e5m2}, {F::e5m2, F::e4m3}}) {
+    const QuantizedTensor a = operand(64, 256, "tile:1x128", fa), b = operand(64, 256, "block:128x128", fb);
+    CHECK(cublaslt_config_failure(a, b, config_with("128")).empty());
+    CHECK_THROWS_WITH(plan_wgmma_gemm(a, b, config_with("128")),
+                      Catch::Contains("built for one FP8 format on both operands"));
+  }
+}

@@ -47,10 +47,49 @@ TEST_CASE("recipe TOML: the shipped recipes are the engine's named ones") {
   CHECK(decoupled.resolve("classifier", GemmKind::fprop).kind == GemmPrecision::Kind::bf16);
 }
 
+TEST_CASE("recipe TOML: hybrid is Transformer Engine's HYBRID, E4M3 forward and E5M2 gradients") {
+  // Each GEMM's operands as TE's HYBRID quantizes them: the gradient operands (A of Dgrad: dY;
+  // A of Wgrad: dY^T) in E5M2, the weights and activations (every B, Fprop's A) in E4M3.
+  const std::string file = std::string(FP8LAB_TEST_SOURCE_DIR) + "/experiments/recipes/hybrid.toml";
+  for (const PrecisionRecipe& r : {named_recipe("hybrid"), load_recipe_toml(file, stories())}) {
+    INFO(r.name);
+    for (GemmKind k : kGemmKinds) CHECK(r.resolve("L2.w1", k).kind == GemmPrecision::Kind::fp8);
+    CHECK(r.fprop.a_format == Fp8Format::e4m3);  // X
+    CHECK(r.fprop.b_format == Fp8Format::e4m3);  // W
+    CHECK(r.dgrad.a_format == Fp8Format::e5m2);  // dY
+    CHECK(r.dgrad.b_format == Fp8Format::e4m3);  // W
+    CHECK(r.wgrad.a_format == Fp8Format::e5m2);  // dY^T
+    CHECK(r.wgrad.b_format == Fp8Format::e4m3);  // X^T
+    CHECK_THAT(r.dgrad.describe(), Catch::Contains("e5m2 x e4m3"));
+  }
+}
+
+TEST_CASE("recipe TOML: per-operand formats, and requantize_transposed keeps each source's format") {
+  const auto parse = [](const std::string& text) { return parse_recipe_toml(text, "mixed.toml", stories()); };
+  const PrecisionRecipe r = parse("name = 'x'\n[gemm]\nkind = 'fp8'\nformat = 'e5m2'\n[fprop]\nb_format = 'e4m3'\n");
+  CHECK(r.fprop.a_format == Fp8Format::e5m2);
+  CHECK(r.fprop.b_format == Fp8Format::e4m3);
+  CHECK(r.dgrad.b_format == Fp8Format::e5m2);  // [gemm]'s format: both operands
+  // DeepSeek-V3's re-quantized Wgrad with E5M2 gradients: dY^T comes from Dgrad's A (dY, E5M2)
+  // and X^T from Fprop's A (X, E4M3), so Wgrad must be E5M2 x E4M3 ...
+  const std::string requantized = "name = 'x'\nbase = 'deepseek_v3'\n[dgrad]\na_format = 'e5m2'\n[wgrad]\n";
+  CHECK(parse(requantized + "a_format = 'e5m2'\n").wgrad.a_format == Fp8Format::e5m2);
+  // ... and refuses a Wgrad A format its source does not give it.
+  CHECK_THAT(refusal(requantized + "a_format = 'e4m3'\n"),
+             Catch::Contains("needs dgrad in fp8 with A granularity tile:1x128, A format e4m3 (wgrad's A format)"));
+  CHECK_THAT(refusal(requantized + "a_format = 'e5m2'\nb_format = 'e5m2'\n"),
+             Catch::Contains("needs fprop in fp8 with A granularity tile:1x128, A format e5m2 (wgrad's B format)"));
+}
+
 TEST_CASE("recipe TOML: bad input names the file and the field") {
   using Catch::Contains;
   CHECK_THAT(refusal("name = 'x'\ncolour = 'red'\n"), Contains("bad.toml:2:10: field 'colour': unknown key"));
   CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nformat = 'e3m4'\n"), Contains("bad.toml:4:10: field 'gemm.format'"));
+  CHECK_THAT(refusal("name = 'x'\n[dgrad]\nkind = 'fp8'\nb_format = 'e6m1'\n"),
+             Contains("bad.toml:4:12: field 'dgrad.b_format': format 'e6m1' is not one of e4m3, e5m2"));
+  CHECK_THAT(refusal("name = 'x'\n[wgrad]\nformat = 'e4m3'\na_format = 'e5m2'\n"),
+             Contains("bad.toml:4:12: field 'wgrad.a_format': give either format (both operands) or a_format / b_format"));
+  CHECK_THAT(refusal("name = 'x'\n[fprop]\na_format = 5\n"), Contains("field 'fprop.a_format': expected a string"));
   CHECK_THAT(refusal("name = 'x'\n[fprop]\ngranularity = 'row'\n"), Contains("field 'fprop.granularity': unknown key"));
   CHECK_THAT(refusal("name = 'x'\n[[override]]\nlayer = 'L7.wo'\ngemm = { kind = 'bf16' }\n"),
              Contains("field 'override[0].layer': model stories260K has no linear layer 'L7.wo'"));
