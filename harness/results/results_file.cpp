@@ -440,6 +440,25 @@ hid_t ResultsFile::dataset(const std::string& name) const {
   return it->second.get();
 }
 
+ResultsFile::PointSelection ResultsFile::select_point(std::int64_t index, const ColumnDef& c) const {
+  // The grid index in the kind's axis order, the last axis fastest.
+  std::vector<hsize_t> start(axes_.size()), count(axes_.size(), 1);
+  for (std::size_t a = axes_.size(); a-- > 0;) {
+    const auto n = static_cast<std::int64_t>(axes_[a].values.size());
+    start[a] = static_cast<hsize_t>(index % n);
+    index /= n;
+  }
+  if (c.extra) {
+    start.push_back(0);
+    count.push_back(c.extra->size());
+  }
+  h5::Dataspace file_space(H5Dget_space(dataset(c.name)), "H5Dget_space");
+  h5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+            "H5Sselect_hyperslab");
+  h5::Dataspace memory(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), "H5Screate_simple");
+  return {std::move(file_space), std::move(memory)};
+}
+
 void ResultsFile::write_point(std::int64_t index, const Row& row, const std::map<std::string, std::int64_t>& counters) try {
   if (index < 0 || index >= points()) throw std::logic_error("grid point " + std::to_string(index) + " is outside the grid");
   // Check the whole row first so a bad row never leaves a point half written.
@@ -454,25 +473,10 @@ void ResultsFile::write_point(std::int64_t index, const Row& row, const std::map
                                   (c.type == ColumnDef::Type::str && std::holds_alternative<std::string>(v));
     if (!ok) throw std::invalid_argument("results row: column '" + c.name + "' has the wrong type or length");
   }
-  std::vector<hsize_t> offset(axes_.size());
-  std::int64_t rest = index;
-  for (std::size_t a = axes_.size(); a-- > 0;) {
-    const auto n = static_cast<std::int64_t>(axes_[a].values.size());
-    offset[a] = static_cast<hsize_t>(rest % n);
-    rest /= n;
-  }
   const h5::Datatype strings = string_type();
   const auto write = [&](const ColumnDef& c) {
     const hid_t d = dataset(c.name);
-    std::vector<hsize_t> start = offset, count(axes_.size(), 1);
-    if (c.extra) {
-      start.push_back(0);
-      count.push_back(c.extra->size());
-    }
-    const h5::Dataspace file_space(H5Dget_space(d), "H5Dget_space");
-    h5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
-              "H5Sselect_hyperslab");
-    const h5::Dataspace memory(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), "H5Screate_simple");
+    const auto [file_space, memory] = select_point(index, c);
     const Value& v = row.at(c.name);
     if (c.extra) {
       h5::check(H5Dwrite(d, H5T_NATIVE_DOUBLE, memory.get(), file_space.get(), H5P_DEFAULT,
@@ -518,25 +522,10 @@ std::vector<std::string> ResultsFile::read_str(const std::string& column) const 
 
 Row ResultsFile::read_point(std::int64_t index) const try {
   Row row;
-  std::vector<hsize_t> offset(axes_.size());
-  std::int64_t rest = index;
-  for (std::size_t a = axes_.size(); a-- > 0;) {
-    const auto n = static_cast<std::int64_t>(axes_[a].values.size());
-    offset[a] = static_cast<hsize_t>(rest % n);
-    rest /= n;
-  }
   const h5::Datatype strings = string_type();
   for (const ColumnDef& c : columns_) {
     const hid_t d = dataset(c.name);
-    std::vector<hsize_t> start = offset, count(axes_.size(), 1);
-    if (c.extra) {
-      start.push_back(0);
-      count.push_back(c.extra->size());
-    }
-    const h5::Dataspace file_space(H5Dget_space(d), "H5Dget_space");
-    h5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
-              "H5Sselect_hyperslab");
-    const h5::Dataspace memory(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), "H5Screate_simple");
+    const auto [file_space, memory] = select_point(index, c);
     if (c.extra) {
       std::vector<double> v(c.extra->size());
       h5::check(H5Dread(d, H5T_NATIVE_DOUBLE, memory.get(), file_space.get(), H5P_DEFAULT, v.data()), "H5Dread");

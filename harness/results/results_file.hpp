@@ -111,6 +111,12 @@ class ResultsFile {
  private:
   ResultsFile() = default;
   hid_t dataset(const std::string& name) const;
+  // The file selection of one grid point's element of column c (with all of c's extra
+  // dimension), and the memory space that element reads into or writes from.
+  struct PointSelection {
+    h5::Dataspace file, memory;
+  };
+  PointSelection select_point(std::int64_t index, const ColumnDef& c) const;
   void flush();
 
   std::filesystem::path path_;

@@ -11,20 +11,15 @@
 #include "harness/train_step_errors.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"
+#include "tests/support/stories260k_fixture.hpp"
 
 using namespace fp8lab;
 using namespace fp8lab::train;
 
 namespace {
 
-const LlamaWeights& stories() {
-  static const LlamaWeights w = load_llama2c_checkpoint(find_data_file("stories260K/stories260K.bin"), kStories260kSha256);
-  return w;
-}
-const std::vector<int>& stories_tokens() {
-  static const std::vector<int> t = stories260k_greedy_tokens(stories(), 64);
-  return t;
-}
+const LlamaWeights& stories() { return test::stories260k_weights(); }
+const std::vector<int>& stories_tokens() { return test::stories260k_tokens(); }
 
 ModelConfig small_gqa() { return {"small_gqa", 32, 48, 2, 4, 2, 40}; }
 

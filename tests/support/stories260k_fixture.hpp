@@ -1,0 +1,21 @@
+#pragma once
+// The real stories260K checkpoint and a real 64-token sequence (its own greedy continuation
+// of BOS), loaded once per test binary: the engine tests' shared operands.
+#include <vector>
+
+#include "data/llama2c_checkpoint.hpp"
+#include "harness/train_step_errors.hpp"
+
+namespace fp8lab::test {
+
+inline const LlamaWeights& stories260k_weights() {
+  static const LlamaWeights w = load_llama2c_checkpoint(find_data_file("stories260K/stories260K.bin"), kStories260kSha256);
+  return w;
+}
+
+inline const std::vector<int>& stories260k_tokens() {
+  static const std::vector<int> t = stories260k_greedy_tokens(stories260k_weights(), 64);
+  return t;
+}
+
+}  // namespace fp8lab::test
