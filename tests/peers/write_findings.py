@@ -1,0 +1,1 @@
+"""Regenerates results/peers/README.md from the JSON findings beside it (placeholder)."""
