@@ -34,9 +34,10 @@ if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
 fi
 
 # Built in place (a venv's scripts, ninja's among them, name its path) and stamped only when
-# complete, so a half-finished one is never reused: the next run starts it again.
-rm -rf "$venv"
-"$python" -m venv "$venv"
+# complete, so a half-finished one is never reused. A venv already there (an older lock, or an
+# interrupted install) is updated in place: pip installs only what differs from the pins.
+rm -f "$venv/.fp8lab-peers-stamp"
+[[ -x "$venv/bin/python" ]] || "$python" -m venv "$venv"
 log="$venv/install.log"
 echo "peers: installing the pinned peers into $venv (first time: ~2.7 GB from PyPI, a few minutes)" >&2
 # Short timeout and few retries so that a machine without network gives up in seconds.
@@ -44,7 +45,6 @@ if ! "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --
       -r "$lock" >"$log" 2>&1; then
   if grep -qiE "NewConnectionError|Failed to establish|Temporary failure in name resolution|Name or service not known|Network is unreachable|ConnectTimeout|ReadTimeout|Max retries exceeded|No route to host|Connection refused" "$log"; then
     tail -n 3 "$log" >&2
-    rm -rf "$venv"
     skip "PyPI cannot be reached, so the peers (torch, ml_dtypes, torchao, mmasim, safetensors) cannot be installed"
   fi
   echo "peers: pip install failed, and not for lack of network (log: $log):" >&2
