@@ -17,7 +17,7 @@ def formats_section(findings):
     out = ["## Formats: encode over every FP32 bit pattern (2^32 inputs), decode over every code", "",
            "`nosat`: fp8lab encode(x, nosat) vs the peer's cast of x. `satfinite`: fp8lab encode(x, satfinite) vs the "
            "peer's cast of clip(x, -max, max) (the peers do not saturate). Every difference is classed; a non-NaN "
-           "class fails the test.", "",
+           "class fails the test. For scale: FP32 has 2^23 - 1 = 8388607 NaN bit patterns of each sign.", "",
            "| format | peer | mode | agree | differ | classes of difference (count; one example input -> fp8lab / peer) |",
            "| --- | --- | --- | ---: | ---: | --- |"]
     for f in findings:
