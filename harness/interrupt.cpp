@@ -16,6 +16,7 @@ constexpr std::size_t kSlots = 8;
 std::array<char, kPathBytes> g_note{};
 std::array<std::array<char, kPathBytes>, kSlots> g_temporaries{};
 std::array<std::atomic<bool>, kSlots> g_in_use{};
+bool g_terminal = false;  // stderr is a terminal (set before the handlers are installed)
 
 void write_text(const char* text) {
   std::size_t left = std::strlen(text);
@@ -30,7 +31,9 @@ void write_text(const char* text) {
 extern "C" void on_signal(int signal) {
   for (std::size_t i = 0; i < kSlots; ++i)
     if (g_in_use[i].load()) ::unlink(g_temporaries[i].data());
-  write_text(signal == SIGINT ? "\nfp8lab: interrupted (SIGINT)" : "\nfp8lab: terminated (SIGTERM)");
+  // On a terminal the progress line is cleared first, so the message starts a clean line.
+  write_text(g_terminal ? "\r\x1b[K" : "");
+  write_text(signal == SIGINT ? "fp8lab: interrupted (SIGINT)" : "fp8lab: terminated (SIGTERM)");
   write_text(g_note.data());
   write_text("\n");
   ::_exit(128 + signal);
@@ -45,6 +48,7 @@ void copy_bounded(std::array<char, kPathBytes>& to, const std::string& from) {
 }  // namespace
 
 void install_interrupt_handlers() {
+  g_terminal = ::isatty(STDERR_FILENO) == 1;
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);

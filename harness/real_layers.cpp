@@ -69,4 +69,14 @@ const ref::LinearCapture& find_real_layer(const std::string& name) {
                               ".w2 .w3, or classifier)");
 }
 
+std::vector<RealLayerShape> real_layer_shapes() {
+  const RealLayers& r = stories260k_layers();
+  std::vector<RealLayerShape> shapes;
+  for (const ref::LinearCapture& c : r.linears)
+    shapes.push_back({kRealLayerPrefix + c.name, c.weight.rows(), c.weight.cols(), c.input.rows(),
+                      "real X, W, dY (checkpoint sha256 " + r.checkpoint_sha256.substr(0, 12) + "..., " +
+                          std::to_string(r.tokens.size()) + " tokens)"});
+  return shapes;
+}
+
 }  // namespace fp8lab

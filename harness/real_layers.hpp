@@ -27,4 +27,12 @@ struct RealLayers {
 const RealLayers& stories260k_layers();
 const ref::LinearCapture& find_real_layer(const std::string& name);  // with the prefix; throws std::invalid_argument
 
+// What `fp8lab layers` lists: every real layer a study accepts, with its shape and source.
+struct RealLayerShape {
+  std::string name;  // with the prefix
+  std::int64_t out_features = 0, in_features = 0, tokens = 0;
+  std::string source;
+};
+std::vector<RealLayerShape> real_layer_shapes();  // throws when the checkpoint cannot be loaded
+
 }  // namespace fp8lab

@@ -14,6 +14,9 @@ const char* memory_category_name(MemoryCategory c) {
     case MemoryCategory::gradients: return "gradients";
     case MemoryCategory::workspace: return "workspace";
     case MemoryCategory::other: return "other";
+    case MemoryCategory::recompute_workspace: return "recompute_workspace";
+    case MemoryCategory::gemm_workspace: return "gemm_workspace";
+    case MemoryCategory::optimizer_state: return "optimizer_state";
   }
   return "?";
 }
@@ -63,6 +66,11 @@ DeviceBuffer MemoryLedger::allocate(std::size_t bytes, MemoryCategory category) 
   peak_[c] = std::max(peak_[c], live_[c]);
   live_total_ += bytes;
   peak_total_ = std::max(peak_total_, live_total_);
+  if (!phases_.empty()) {
+    PhasePeaks& p = phases_.back();
+    p.peak[c] = std::max(p.peak[c], live_[c]);
+    p.peak_total = std::max(p.peak_total, live_total_);
+  }
   return b;
 }
 
@@ -88,6 +96,16 @@ std::size_t MemoryLedger::live_total() const {
 std::size_t MemoryLedger::peak_total() const {
   std::lock_guard lock(mutex_);
   return peak_total_;
+}
+
+void MemoryLedger::begin_phase(std::string_view name) {
+  std::lock_guard lock(mutex_);
+  phases_.push_back({std::string(name), live_, live_total_});
+}
+
+std::vector<PhasePeaks> MemoryLedger::phases() const {
+  std::lock_guard lock(mutex_);
+  return phases_;
 }
 
 std::string MemoryLedger::summary() const {

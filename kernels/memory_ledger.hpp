@@ -8,11 +8,18 @@
 #include <cstddef>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace fp8lab {
 
-enum class MemoryCategory { weights, saved_activations, gradients, workspace, other };
-inline constexpr std::size_t kMemoryCategories = 5;
+// workspace: transient tensors (activation gradients, outputs not kept); the last three
+// were added for the training step (kernels/train): tensors recomputed in backward, GEMM
+// operand copies (quantized or transposed), optimizer state.
+enum class MemoryCategory {
+  weights, saved_activations, gradients, workspace, other, recompute_workspace, gemm_workspace, optimizer_state
+};
+inline constexpr std::size_t kMemoryCategories = 8;
 const char* memory_category_name(MemoryCategory c);
 
 class DeviceAllocator {
@@ -33,6 +40,14 @@ class HostAllocator final : public DeviceAllocator {
 
 class MemoryLedger;
 
+// Live-at-start and peak bytes of one named phase of a run (e.g. "forward/L3").
+struct PhasePeaks {
+  std::string name;
+  std::array<std::size_t, kMemoryCategories> peak{};
+  std::size_t peak_total = 0;
+  std::size_t peak_of(MemoryCategory c) const { return peak[static_cast<std::size_t>(c)]; }
+};
+
 // Owns one allocation; returns it to the ledger when destroyed. Move-only.
 class DeviceBuffer {
  public:
@@ -48,6 +63,14 @@ class DeviceBuffer {
 
  private:
   friend class MemoryLedger;
+
+// Live-at-start and peak bytes of one named phase of a run (e.g. "forward/L3").
+struct PhasePeaks {
+  std::string name;
+  std::array<std::size_t, kMemoryCategories> peak{};
+  std::size_t peak_total = 0;
+  std::size_t peak_of(MemoryCategory c) const { return peak[static_cast<std::size_t>(c)]; }
+};
   void release() noexcept;
   MemoryLedger* ledger_ = nullptr;
   void* pointer_ = nullptr;
@@ -70,6 +93,11 @@ class MemoryLedger {
   std::size_t peak_total() const;            // the most bytes live at once, all categories together
   std::string summary() const;               // one line per category
 
+  // Phases: from begin_phase until the next one, peaks are also recorded for that phase,
+  // starting from the bytes live when it begins. Phases never nest; none is open at first.
+  void begin_phase(std::string_view name);
+  std::vector<PhasePeaks> phases() const;
+
  private:
   friend class DeviceBuffer;
   void released(const DeviceBuffer& buffer) noexcept;
@@ -77,6 +105,7 @@ class MemoryLedger {
   mutable std::mutex mutex_;
   std::array<std::size_t, kMemoryCategories> live_{}, peak_{};
   std::size_t live_total_ = 0, peak_total_ = 0;
+  std::vector<PhasePeaks> phases_;
 };
 
 }  // namespace fp8lab

@@ -51,11 +51,7 @@ DType parse_descr(std::string_view header, const std::filesystem::path& file) {
   if (value.empty() || value.front() != '\'') throw TensorFileError(file, "bad header: unsupported descr " + std::string(value.substr(0, 40)));
   const std::size_t close = value.find('\'', 1);
   if (close == std::string_view::npos) throw TensorFileError(file, "bad header: unterminated descr");
-  const std::string_view descr = value.substr(1, close - 1);
-  for (const DescrEntry& e : kDescrs)
-    if (e.descr == descr) return e.dtype;
-  throw TensorFileError(file, "unsupported dtype '" + std::string(descr) +
-                                  "' (supported: <f4 <f8 <f2 |u1 <u2 and [('bf16', '<u2')])");
+  return npy_descr_dtype(value.substr(1, close - 1), file);
 }
 
 std::vector<std::int64_t> parse_shape(std::string_view header, const std::filesystem::path& file) {
@@ -79,6 +75,14 @@ std::vector<std::int64_t> parse_shape(std::string_view header, const std::filesy
 }
 
 }  // namespace
+
+DType npy_descr_dtype(std::string_view descr, const std::filesystem::path& file) {
+  if (descr == kBf16Descr) return DType::bf16;
+  for (const DescrEntry& e : kDescrs)
+    if (e.descr == descr) return e.dtype;
+  throw TensorFileError(file, "unsupported dtype '" + std::string(descr) +
+                                  "' (supported: <f4 <f8 <f2 |u1 <u2 and [('bf16', '<u2')])");
+}
 
 Tensor read_npy(const std::filesystem::path& file) { return parse_npy(read_file_bytes(file), file); }
 

@@ -6,6 +6,7 @@
 // (np.load gives a record array; a['bf16'] is the raw uint16).
 #include <cstddef>
 #include <filesystem>
+#include <string_view>
 #include <vector>
 
 #include "data/tensor_io/tensor.hpp"
@@ -15,6 +16,10 @@ namespace fp8lab {
 Tensor read_npy(const std::filesystem::path& file);
 // The same from the file's bytes (`file` names it in errors): what the fuzz target drives.
 Tensor parse_npy(const std::vector<std::byte>& bytes, const std::filesystem::path& file);
+// The dtype a .npy descr names ('<f4', '|u1', ..., or the bf16 structured descr above, as
+// NumPy prints dtype.descr); TensorFileError naming `file` and what is supported otherwise.
+// The Python module maps a NumPy array's dtype with it, so it refuses what a file would be.
+DType npy_descr_dtype(std::string_view descr, const std::filesystem::path& file);
 void write_npy(const std::filesystem::path& file, const Tensor& tensor);  // f32, f64, f16, bf16, u8, u16
 
 }  // namespace fp8lab

@@ -97,7 +97,12 @@ Tensor Tensor::from_bf16_bits(std::vector<std::int64_t> shape, const std::vector
 }
 
 std::vector<float> Tensor::to_float32(const std::filesystem::path& source) const {
-  const auto n = static_cast<std::size_t>(numel());
+  return fp8lab::to_float32(dtype, std::span<const std::byte>(bytes.data(), static_cast<std::size_t>(numel()) * dtype_size(dtype)),
+                            source);
+}
+
+std::vector<float> to_float32(DType dtype, std::span<const std::byte> bytes, const std::filesystem::path& source) {
+  const std::size_t n = bytes.size() / dtype_size(dtype);
   std::vector<float> out(n);
   const std::byte* p = bytes.data();
   const std::size_t size = dtype_size(dtype);

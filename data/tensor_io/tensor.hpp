@@ -46,6 +46,10 @@ struct Tensor {
   std::vector<float> to_float32(const std::filesystem::path& source) const;
 };
 
+// Tensor::to_float32 on raw little-endian elements of `dtype` (bytes.size() / dtype_size of
+// them): the one conversion every tensor source goes through (files, the Python module).
+std::vector<float> to_float32(DType dtype, std::span<const std::byte> bytes, const std::filesystem::path& source);
+
 // Reads .npy or .safetensors by extension. `name` picks a tensor in a .safetensors file
 // (may be empty when the file holds exactly one); it must be empty for .npy.
 Tensor read_tensor_file(const std::filesystem::path& file, const std::string& name = "");

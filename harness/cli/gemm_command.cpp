@@ -1,37 +1,35 @@
 // fp8lab gemm: quantize A (M x K) and B (N x K), run C = A * B^T through the CPU emulation
 // of the FP8 tensor-core GEMM, and report the quantization, accumulation and total errors
 // against FP64 GEMMs (optionally on a random sample of output rows and columns).
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
 #include "data/tensor_io/npy.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/progress.hpp"
 #include "harness/gemm_errors.hpp"
+#include "harness/gemm_request.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
 #include "harness/memory_budget.hpp"
 #include "harness/operand_checks.hpp"
 #include "harness/output_files.hpp"
-#include "harness/backend_select.hpp"
 
 namespace fp8lab::cli {
 namespace {
 
+// The computation's options (and their defaults) are GemmRequest's, shared with the Python
+// module; the rest are the CLI's own: files, sampling, output.
 struct GemmOptionsCli {
+  GemmRequest request;
   std::string a, b, a_name, b_name;
-  std::string a_granularity = "tile:1x128", b_granularity = "block:128x128";
-  std::string format = "e4m3", scale = "fp32", accum = "hopper", promotion = "128", output = "fp32";
   std::string out;
   std::int64_t sample_rows = 0, sample_cols = 0;
   std::uint64_t seed = 0;
-  int threads = 0;
-  std::string backend = "auto";
   bool json = false;
-  bool ignore_memory_limit = false;
 };
 
 nlohmann::json error_json(const ErrorWithInterval& e) {
@@ -61,55 +59,42 @@ void print_error_table(const GemmErrors& g) {
 }
 
 int run_gemm(const GemmOptionsCli& o) {
-  const Fp8Format format = parse_fp8_format(o.format);
-  const ScaleRule rule = parse_scale_rule(o.scale);
-  const GemmConfig config{AccumulationModel::parse(o.accum), PromotionInterval::parse(o.promotion),
-                          parse_output_type(o.output)};
-  const Granularity ga = Granularity::parse(o.a_granularity), gb = Granularity::parse(o.b_granularity);
+  const GemmJob job(o.request);  // every option parsed, the backend selected
   if (o.sample_rows < 0 || o.sample_cols < 0) throw std::invalid_argument("--sample-rows/--sample-cols must be >= 0");
   if (!o.out.empty()) require_writable_location(o.out);
-  const std::unique_ptr<Backend> backend = select_backend(o.backend, /*needs_gemm=*/true);
 
   const MatrixOperand a = load_matrix_operand(o.a, o.a_name);
   const MatrixOperand b = load_matrix_operand(o.b, o.b_name);
-  if (a.cols != b.cols)
-    throw std::invalid_argument(o.a + " is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + " and " + o.b +
-                                " is " + std::to_string(b.rows) + "x" + std::to_string(b.cols) +
-                                ": A (M x K) and B (N x K) must share K");
-  {
-    const std::int64_t rows_out = o.sample_rows > 0 ? std::min(o.sample_rows, a.rows) : a.rows;
-    const std::int64_t cols_out = o.sample_cols > 0 ? std::min(o.sample_cols, b.rows) : b.rows;
-    require_memory(gemm_peak_bytes(a.rows, b.rows, a.cols, rows_out, cols_out),
-                   "gemm of " + o.a + " and " + o.b + " (" + std::to_string(rows_out) + " x " + std::to_string(cols_out) +
-                       " outputs; --sample-rows/--sample-cols compute fewer)",
-                   o.ignore_memory_limit);
-  }
-  const QuantizedTensor qa = backend->quantize(a.values, a.rows, a.cols, {format, ga, rule});
-  const QuantizedTensor qb = backend->quantize(b.values, b.rows, b.cols, {format, gb, rule});
-  const GemmPlan plan = plan_gemm(qa, qb, config);  // refuses invalid combinations before any work
-
   std::mt19937_64 rng(o.seed);
   const std::vector<std::int64_t> rows = sample_without_replacement(o.sample_rows, a.rows, rng);
   const std::vector<std::int64_t> cols = sample_without_replacement(o.sample_cols, b.rows, rng);
-  if (std::string why = backend->gemm_config_failure(qa, qb, config); !why.empty())
-    throw std::invalid_argument("--backend " + o.backend + ": " + why);
-  const Backend::GemmRoute route = backend->gemm_route(qa, qb, config);
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<float> out = backend->gemm_nt(qa, qb, config, {o.threads, false, rows, cols});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const GemmErrors errors = gemm_errors(a.values, b.values, qa, qb, out, rows, cols);
+  // A GEMM of a minute says it is alive (stderr, after a few seconds; gone when it ends).
+  std::optional<Heartbeat> heartbeat(std::in_place, "gemm " + std::to_string(a.rows) + "x" + std::to_string(b.rows) + "x" +
+                                                        std::to_string(a.cols), false);
+  const GemmResult result = job.run({a.values, a.rows, a.cols, o.a}, {b.values, b.rows, b.cols, o.b}, rows, cols,
+                                    /*with_errors=*/true);
+  heartbeat.reset();
+  const GemmErrors& errors = *result.errors;
+  const std::vector<float>& out = result.out;
   if (const std::optional<std::string> why = non_finite_reason(errors, out))
     throw std::invalid_argument(o.a + " x " + o.b + ": " + *why);
   if (!o.out.empty())
     write_npy(o.out, Tensor::from_f32({errors.rows_computed, errors.cols_computed}, out));
 
+  const GemmConfig& config = job.config();
+  const Granularity &ga = job.a_granularity(), &gb = job.b_granularity();
+  const GemmPlan& plan = result.plan;
+  const Backend::GemmRoute& route = result.route;
+  const Backend& backend = job.backend();
+  const double seconds = result.seconds;
+  const GemmRequest& r = o.request;
   if (o.json) {
     const nlohmann::json report = {
         {"a", o.a}, {"b", o.b}, {"m", a.rows}, {"n", b.rows}, {"k", a.cols},
-        {"format", o.format}, {"scale_rule", o.scale}, {"a_granularity", ga.to_string()},
+        {"format", r.format}, {"scale_rule", r.scale}, {"a_granularity", ga.to_string()},
         {"b_granularity", gb.to_string()}, {"accumulation", config.accumulation.to_string()},
         {"promotion", config.promotion.to_string()}, {"promotion_elements", plan.interval},
-        {"output", o.output}, {"backend", backend->name()}, {"device", backend->device()},
+        {"output", r.output}, {"backend", backend.name()}, {"device", backend.device()},
         {"gemm_backend", route.backend}, {"gemm_fallback_reason", route.fallback_reason},
         {"rows_computed", errors.rows_computed}, {"cols_computed", errors.cols_computed},
         {"seconds", seconds},
@@ -123,8 +108,8 @@ int run_gemm(const GemmOptionsCli& o) {
   std::printf("C = A * B^T: M=%lld N=%lld K=%lld, %s, A %s, B %s, scale %s, accumulation %s, promotion %s, "
               "%s output, %s backend\n",
               static_cast<long long>(a.rows), static_cast<long long>(b.rows), static_cast<long long>(a.cols),
-              o.format.c_str(), ga.to_string().c_str(), gb.to_string().c_str(), o.scale.c_str(),
-              config.accumulation.to_string().c_str(), promotion.c_str(), o.output.c_str(), route.backend.c_str());
+              r.format.c_str(), ga.to_string().c_str(), gb.to_string().c_str(), r.scale.c_str(),
+              config.accumulation.to_string().c_str(), promotion.c_str(), r.output.c_str(), route.backend.c_str());
   if (!route.fallback_reason.empty())
     std::printf("GEMM on %s: %s\n", route.backend.c_str(), route.fallback_reason.c_str());
   std::printf("computed %lld of %lld rows x %lld of %lld columns in %.2f s; max_rel over |ref| > %.4g (1%% of RMS)\n",
@@ -150,27 +135,27 @@ Command add_gemm_command(CLI::App& app) {
   sub->add_option("--b", o->b, "B: N x K tensor file (weights as nn.Linear stores them)")->required();
   sub->add_option("--a-name", o->a_name, "Tensor name of A inside a .safetensors file");
   sub->add_option("--b-name", o->b_name, "Tensor name of B inside a .safetensors file");
-  sub->add_option("--a-granularity", o->a_granularity, "A's scales: tile:1xT | row | tensor (| block:BxB)")->capture_default_str();
-  sub->add_option("--b-granularity", o->b_granularity, "B's scales: block:BxB | row | tensor (| tile:1xT)")->capture_default_str();
-  sub->add_option("--format", o->format, "FP8 format of both operands: e4m3 or e5m2")->capture_default_str();
-  sub->add_option("--scale", o->scale, "Scale rule: fp32 or pow2")->capture_default_str();
-  sub->add_option("--accum", o->accum,
+  sub->add_option("--a-granularity", o->request.a_granularity, "A's scales: tile:1xT | row | tensor (| block:BxB)")->capture_default_str();
+  sub->add_option("--b-granularity", o->request.b_granularity, "B's scales: block:BxB | row | tensor (| tile:1xT)")->capture_default_str();
+  sub->add_option("--format", o->request.format, "FP8 format of both operands: e4m3 or e5m2")->capture_default_str();
+  sub->add_option("--scale", o->request.scale, "Scale rule: fp32 or pow2")->capture_default_str();
+  sub->add_option("--accum", o->request.accum,
                   "Accumulation model: hopper (13 fraction bits, 32-deep, truncation) | fp32 (FMA per product) | "
                   "bits:F,depth:D,round:rz|rne")
       ->capture_default_str();
-  sub->add_option("--promotion", o->promotion,
+  sub->add_option("--promotion", o->request.promotion,
                   "Promote the partial to FP32 every N elements of K (a multiple of the depth that divides the scale "
                   "tile along K) or never")
       ->capture_default_str();
-  sub->add_option("--output", o->output, "Output type: fp32 or bf16 (RNE)")->capture_default_str();
+  sub->add_option("--output", o->request.output, "Output type: fp32 or bf16 (RNE)")->capture_default_str();
   sub->add_option("--out", o->out, "Write C (float32; the sampled rows x columns when sampling) to this .npy");
   sub->add_option("--sample-rows", o->sample_rows, "Compute only this many random output rows (0: all)");
   sub->add_option("--sample-cols", o->sample_cols, "Compute only this many random output columns (0: all)");
   sub->add_option("--seed", o->seed, "Seed of the row/column sample")->capture_default_str();
-  add_threads_option(sub, o->threads);
-  sub->add_flag(kIgnoreMemoryLimitFlag, o->ignore_memory_limit,
+  add_threads_option(sub, o->request.threads);
+  sub->add_flag(kIgnoreMemoryLimitFlag, o->request.ignore_memory_limit,
                 "Compute even when the memory estimate exceeds what the machine has available");
-  sub->add_option("--backend", o->backend, "cpu, cuda or auto (cuda when a device is there and can run GEMMs)")
+  sub->add_option("--backend", o->request.backend, "cpu, cuda or auto (cuda when a device is there and can run GEMMs)")
       ->capture_default_str();
   sub->add_flag("--json", o->json, "Print the report as JSON");
   return {sub, [o] { return run_gemm(*o); }};

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data/tensor_io/tensor.hpp"
+#include "harness/build_info.hpp"
 #include "harness/cli/commands.hpp"
 #include "harness/interrupt.hpp"
 #include "harness/results/h5_handles.hpp"
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  fp8lab::record_command_line(argc, argv);
   fp8lab::install_interrupt_handlers();
   try {
     for (const Command& command : commands)

@@ -8,21 +8,24 @@
 
 #include "data/tensor_io/npy.hpp"
 #include "harness/cli/commands.hpp"
+#include "harness/progress.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
 #include "harness/operand_checks.hpp"
 #include "harness/output_files.hpp"
-#include "harness/backend_select.hpp"
+#include "harness/quantize_request.hpp"
 #include "kernels/cpu/quantize.hpp"
 
 namespace fp8lab::cli {
 namespace {
 
+// The quantizer's options (and their defaults) are QuantizeRequest's, shared with the Python
+// module; the rest are the CLI's own.
 struct QuantizeOptions {
-  std::string tensor, name, format = "e4m3", scale = "fp32";
+  QuantizeRequest request;
+  std::string tensor, name;
   std::vector<std::string> granularities;
   std::string codes_out, scales_out, dequant_out;
-  double rel_floor = -1;  // < 0: 1% of the input's RMS
-  std::string backend = "auto";
+  double rel_floor = -1;  // < 0: default_rel_floor (1% of the input's RMS)
   bool json = false;
 };
 
@@ -33,10 +36,10 @@ struct GranularityResult {
   std::int64_t zeroed = 0;  // nonzero inputs whose code is +-0 (underflow)
 };
 
-GranularityResult run_one(Backend& backend, const std::vector<float>& x, std::int64_t rows, std::int64_t cols,
-                          const QuantizeConfig& config, double rel_floor) {
+GranularityResult run_one(const QuantizeJob& job, const std::vector<float>& x, std::int64_t rows, std::int64_t cols,
+                          const Granularity& granularity, double rel_floor) {
   GranularityResult r;
-  r.quantized = backend.quantize(x, rows, cols, config);
+  r.quantized = job.quantize(x, rows, cols, granularity);
   r.dequantized = cpu::dequantize(r.quantized);
   r.metrics = error_metrics(std::span<const float>(r.dequantized), std::span<const float>(x), rel_floor);
   for (std::size_t i = 0; i < x.size(); ++i)
@@ -61,32 +64,34 @@ int run_quantize(const QuantizeOptions& o) {
   const bool writes_files = !o.codes_out.empty() || !o.scales_out.empty() || !o.dequant_out.empty();
   if (writes_files && granularities.size() != 1)
     throw std::invalid_argument("--codes/--scales/--dequant need exactly one --granularity");
-  const Fp8Format format = parse_fp8_format(o.format);
-  const ScaleRule rule = parse_scale_rule(o.scale);
+  const QuantizeJob job(o.request);  // format, scale rule, backend
+  const Backend& backend = job.backend();
   for (const std::string* out : {&o.codes_out, &o.scales_out, &o.dequant_out})
     if (!out->empty()) require_writable_location(*out);  // refused before any work
-  const std::unique_ptr<Backend> backend = select_backend(o.backend, /*needs_gemm=*/false);
 
   const MatrixOperand operand = load_matrix_operand(o.tensor, o.name);
   const std::int64_t rows = operand.rows, cols = operand.cols;
   const std::vector<float>& x = operand.values;
 
-  const double floor = o.rel_floor < 0 ? 0.01 * root_mean_square(std::span<const float>(x)) : o.rel_floor;
+  const double floor = o.rel_floor < 0 ? default_rel_floor(std::span<const float>(x)) : o.rel_floor;
 
   nlohmann::json report = {{"tensor", o.tensor},   {"name", o.name},        {"dtype", dtype_name(operand.dtype)},
-                           {"shape", {rows, cols}}, {"format", o.format},    {"scale_rule", o.scale},
-                           {"backend", backend->name()},      {"rel_floor", floor},    {"results", nlohmann::json::array()}};
+                           {"shape", {rows, cols}}, {"format", o.request.format}, {"scale_rule", o.request.scale},
+                           {"backend", backend.name()},      {"rel_floor", floor},    {"results", nlohmann::json::array()}};
   if (!o.json) {
     std::printf("%s%s%s: %lldx%lld %s -> %s, scale rule %s, %s backend\n", o.tensor.c_str(), o.name.empty() ? "" : ":",
                 o.name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols), dtype_name(operand.dtype),
-                o.format.c_str(), o.scale.c_str(), backend->name().c_str());
+                o.request.format.c_str(), o.request.scale.c_str(), backend.name().c_str());
     std::printf("dequantized vs input; max_rel over |x| > %.4g%s\n", floor,
                 o.rel_floor < 0 ? " (1% of the input's RMS)" : "");
     std::printf("%-14s %-11s %10s %9s %11s %10s %10s %10s %9s\n", "granularity", "scales", "rel_frob", "sqnr_db",
                 "1-cosine", "diff", "max_abs", "max_rel", "zeroed");
   }
   for (const Granularity& g : granularities) {
-    const GranularityResult r = run_one(*backend, x, rows, cols, {format, g, rule}, floor);
+    const GranularityResult r = [&] {
+      const Heartbeat heartbeat("quantize " + g.to_string(), false);  // a long one says it is alive
+      return run_one(job, x, rows, cols, g, floor);
+    }();
     if (writes_files) {
       PendingOutputs pending;
       write_outputs(o, r, pending);
@@ -119,13 +124,13 @@ Command add_quantize_command(CLI::App& app) {
   auto o = std::make_shared<QuantizeOptions>();
   sub->add_option("TENSOR", o->tensor, "Input tensor file (.npy, or .safetensors with --name)")->required();
   sub->add_option("--name", o->name, "Tensor name inside a .safetensors file");
-  sub->add_option("--format", o->format, "FP8 format: e4m3 or e5m2")->capture_default_str();
+  sub->add_option("--format", o->request.format, "FP8 format: e4m3 or e5m2")->capture_default_str();
   sub->add_option("--granularity", o->granularities,
                   "One scale per: tensor | row | tile:1xT (T along K) | block:BxB; T, B powers of two from 16 to 512. "
                   "Repeat to compare several on the same tensor")
       ->required()
       ->delimiter(',');
-  sub->add_option("--scale", o->scale,
+  sub->add_option("--scale", o->request.scale,
                   "Scale rule: fp32 (sf = amax / fmt_max) or pow2 (rounded up to a power of two, UE8M0-storable)")
       ->capture_default_str();
   sub->add_option("--codes", o->codes_out, "Write the FP8 codes (uint8, rows x cols) to this .npy");
@@ -133,7 +138,7 @@ Command add_quantize_command(CLI::App& app) {
   sub->add_option("--dequant", o->dequant_out, "Write the dequantized tensor (float32) to this .npy");
   sub->add_option("--rel-floor", o->rel_floor,
                   "max_rel counts only elements with |x| above this (default: 1% of the input's RMS)");
-  sub->add_option("--backend", o->backend, "cpu, cuda or auto (cuda when a device is there)")->capture_default_str();
+  sub->add_option("--backend", o->request.backend, "cpu, cuda or auto (cuda when a device is there)")->capture_default_str();
   sub->add_flag("--json", o->json, "Print the report as JSON");
   return {sub, [o] { return run_quantize(*o); }};
 }

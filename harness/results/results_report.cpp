@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
-#include <numeric>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 
@@ -13,12 +13,6 @@
 
 namespace fp8lab {
 namespace {
-
-// Columns that identify or describe a point rather than vary in a study.
-bool bookkeeping(const std::string& name) {
-  return name == "point_key" || name == "skip_reason" || name == "operand_source" || name == "grid_index" ||
-         name == "gemm_fallback_reason";
-}
 
 bool higher_is_worse(const std::string& metric) {
   for (const char* suffix : {"_rel_frobenius", "_deepgemm_diff", "_max_abs", "_max_rel", "_one_minus_cosine"})
@@ -34,7 +28,11 @@ std::string format_number(double v) {
   return text;
 }
 
+// A JSON number, or null for NaN / inf (JSON has neither).
+nlohmann::json json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
 }  // namespace
+
 
 // Noise floors. Every metric of a point compares y (the backend's FP32 output, or for the
 // quantization error the FP64 GEMM of the dequantized operands) with r, an FP64 GEMM, over
@@ -89,6 +87,7 @@ std::string noise_floor_rules() {
          "  *_max_rel           100 eta (1 + v)   (max_rel's floor is 1% of reference_rms)\n";
 }
 
+
 namespace {
 
 std::string format_columns(const std::vector<std::pair<std::string, std::vector<std::string>>>& cells, std::size_t rows) {
@@ -115,112 +114,254 @@ std::string format_columns(const std::vector<std::pair<std::string, std::vector<
   return out;
 }
 
+std::string join(const std::vector<std::string>& names, const char* separator = ", ") {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : separator) + n;
+  return s;
+}
+
+// Position of every point along every axis (last axis fastest), computed once.
+std::vector<std::vector<std::size_t>> positions(const ResultsFile& r) {
+  const std::vector<GridAxis>& axes = r.axes();
+  std::vector<std::vector<std::size_t>> at(static_cast<std::size_t>(r.points()), std::vector<std::size_t>(axes.size()));
+  for (std::size_t p = 0; p < at.size(); ++p) {
+    std::size_t rest = p;
+    for (std::size_t a = axes.size(); a-- > 0;) {
+      at[p][a] = rest % axes[a].values.size();
+      rest /= axes[a].values.size();
+    }
+  }
+  return at;
+}
+
+// "axis=value ..." over the axes with more than one value (all of them when none varies).
+std::string point_text(const ResultsFile& r, const std::vector<std::size_t>& at) {
+  std::string s;
+  bool any_varying = false;
+  for (const GridAxis& a : r.axes()) any_varying = any_varying || a.values.size() > 1;
+  for (std::size_t a = 0; a < r.axes().size(); ++a)
+    if (!any_varying || r.axes()[a].values.size() > 1)
+      s += (s.empty() ? "" : " ") + r.axes()[a].name + "=" + r.axes()[a].values[at[a]];
+  return s;
+}
+
+nlohmann::json point_json(const ResultsFile& r, const std::vector<std::size_t>& at) {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t a = 0; a < r.axes().size(); ++a) j[r.axes()[a].name] = r.axes()[a].values[at[a]];
+  return j;
+}
+
+// The metrics a report summarizes: the relative errors and the total SQNR of a GEMM study;
+// for other kinds, their first scalar f64 columns that are not timings or intervals.
+std::vector<std::string> report_metrics(const ResultsFile& r) {
+  std::vector<std::string> metrics, fallback;
+  for (const ColumnDef& c : r.columns()) {
+    if (c.type != ColumnDef::Type::f64 || c.extra) continue;
+    if (c.name.ends_with("_rel_frobenius") || c.name == "total_sqnr_db") metrics.push_back(c.name);
+    else if (c.name != "elapsed_seconds" && c.name != "seconds" && c.name != "reference_rms" &&
+             !c.name.ends_with("_ci_low") && !c.name.ends_with("_ci_high") && fallback.size() < 6)
+      fallback.push_back(c.name);
+  }
+  return metrics.empty() ? fallback : metrics;
+}
+
+struct ReportData {
+  std::string header;
+  nlohmann::json json;
+  std::vector<std::pair<std::string, std::vector<std::string>>> cells;
+  std::size_t rows = 0;
+};
+
+ReportData build_report(const std::filesystem::path& file, std::vector<std::string> group_by) {
+  const ResultsFile r = ResultsFile::open(file, false);
+  const std::vector<GridAxis>& axes = r.axes();
+  const std::vector<std::string> status = r.read_str("status");
+  std::map<std::string, std::size_t> counts;
+  for (const std::string& s : status) ++counts[s.empty() ? "not run" : s];
+  const bool complete = r.root_attribute("complete") == "true";
+  ReportData d;
+  std::string study = r.root_attribute("study_name");
+  const std::string git = r.root_attribute("git_sha").substr(0, 12);
+  d.header = file.string() + ": study " + study + ", " + std::to_string(r.points()) + " points (" +
+             std::to_string(counts["ok"]) + " ok, " + std::to_string(counts["skipped"]) + " skipped, " +
+             std::to_string(counts["failed"]) + " failed" +
+             (counts["not run"] ? ", " + std::to_string(counts["not run"]) + " not run" : std::string()) + "), kind " +
+             r.root_attribute("study_kind") + ", backend " + r.root_attribute("backend") + ", git " + git +
+             (r.root_attribute("git_dirty") == "true" ? " (dirty)" : "") + "\n";
+  if (!complete) {
+    const std::string shard = r.root_attribute("shard");
+    d.header += "INCOMPLETE: " + std::to_string(counts["not run"]) + " of " + std::to_string(r.points()) +
+                " points not run" + (shard.empty() || shard == "0/1" ? "" : " (a shard, " + shard + ": fp8lab merge joins the shards)") +
+                "; fp8lab run " + r.root_attribute("spec_file") + " -o " + file.string() + " --resume" +
+                (shard.empty() || shard == "0/1" ? "" : " --shard " + shard) + " completes it\n";
+  }
+  const std::vector<std::string> operands = r.has_column("operands") ? r.read_str("operands") : std::vector<std::string>{};
+  std::set<std::string> distinct_operands;
+  for (const std::string& o : operands)
+    if (!o.empty()) distinct_operands.insert(o);
+  if (distinct_operands.size() == 1) d.header += "operands: " + *distinct_operands.begin() + "\n";
+  else if (distinct_operands.size() > 1)
+    d.header += "operands: " + std::to_string(distinct_operands.size()) + " sources, per point in `operands`\n";
+
+  std::vector<std::string> varying, fixed;
+  for (const GridAxis& a : axes) {
+    if (a.values.size() > 1) varying.push_back(a.name);
+    else fixed.push_back(a.name + "=" + a.values.front());
+  }
+  const bool default_grouping = group_by.empty();
+  if (default_grouping) group_by = varying;
+  std::vector<std::size_t> group_axes;
+  for (const std::string& g : group_by) {
+    std::size_t found = axes.size();
+    for (std::size_t a = 0; a < axes.size(); ++a)
+      if (axes[a].name == g) found = a;
+    if (found == axes.size()) {
+      std::vector<std::string> names;
+      for (const GridAxis& a : axes) names.push_back(a.name);
+      throw std::invalid_argument("report --by: no axis '" + g + "' in " + file.string() + " (axes: " + join(names) + ")");
+    }
+    group_axes.push_back(found);
+  }
+  std::vector<std::string> averaged;
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    if (axes[a].values.size() > 1 && std::find(group_axes.begin(), group_axes.end(), a) == group_axes.end())
+      averaged.push_back(axes[a].name + " (" + std::to_string(axes[a].values.size()) + " values)");
+  if (!fixed.empty()) d.header += "fixed: " + join(fixed, " ") + "\n";
+  if (!averaged.empty())
+    d.header += "grouped by " + (group_by.empty() ? std::string("nothing") : join(group_by)) + "; AVERAGED OVER " +
+                join(averaged) + " (statistics over the points that ran)\n";
+
+  // Groups in grid order of the group axes.
+  const std::vector<std::string> metrics = report_metrics(r);
+  std::map<std::string, std::vector<double>> values;
+  for (const std::string& m : metrics) values[m] = r.read_f64(m);
+  const std::vector<std::vector<std::size_t>> at = positions(r);
+  struct Group {
+    std::vector<std::size_t> members;  // points that ran ok
+    std::map<std::string, std::size_t> counts;
+  };
+  std::map<std::vector<std::size_t>, Group> groups;
+  for (std::size_t p = 0; p < at.size(); ++p) {
+    std::vector<std::size_t> key;
+    for (std::size_t a : group_axes) key.push_back(at[p][a]);
+    Group& g = groups[key];
+    ++g.counts[status[p].empty() ? "not run" : status[p]];
+    if (status[p] == "ok") g.members.push_back(p);
+  }
+  const bool one_point_each = averaged.empty();
+  for (const std::string& g : group_by) d.cells.emplace_back(g, std::vector<std::string>{});
+  if (one_point_each) d.cells.emplace_back("status", std::vector<std::string>{});
+  else
+    for (const char* s : {"ok", "skipped", "failed", "not run"})
+      if (counts[s]) d.cells.emplace_back(s, std::vector<std::string>{});
+  const std::size_t stats_at = d.cells.size();
+  for (const std::string& m : metrics) {
+    if (one_point_each) d.cells.emplace_back(m, std::vector<std::string>{});
+    else
+      for (const char* stat : {" mean", " min", " max"}) d.cells.emplace_back(m + stat, std::vector<std::string>{});
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [key, g] : groups) {
+    std::size_t c = 0;
+    nlohmann::json row = {{"group", nlohmann::json::object()}, {"counts", g.counts}, {"metrics", nlohmann::json::object()}};
+    for (std::size_t i = 0; i < key.size(); ++i) {
+      d.cells[c++].second.push_back(axes[group_axes[i]].values[key[i]]);
+      row["group"][group_by[i]] = axes[group_axes[i]].values[key[i]];
+    }
+    if (one_point_each) d.cells[c++].second.push_back(g.counts.begin()->first);
+    else
+      for (const char* s : {"ok", "skipped", "failed", "not run"})
+        if (counts[s]) d.cells[c++].second.push_back(std::to_string(g.counts.contains(s) ? g.counts.at(s) : 0));
+    c = stats_at;
+    for (const std::string& m : metrics) {
+      double sum = 0, lo = std::numeric_limits<double>::infinity(), hi = -lo;
+      for (std::size_t p : g.members) {
+        const double x = values[m][p];
+        sum += x;
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+      }
+      const bool none = g.members.empty();
+      const double mean = none ? std::numeric_limits<double>::quiet_NaN() : sum / static_cast<double>(g.members.size());
+      if (one_point_each) {
+        d.cells[c++].second.push_back(none ? "-" : format_number(mean));
+        row["metrics"][m] = json_number(mean);
+      } else {
+        d.cells[c++].second.push_back(none ? "-" : format_number(mean));
+        d.cells[c++].second.push_back(none ? "-" : format_number(lo));
+        d.cells[c++].second.push_back(none ? "-" : format_number(hi));
+        row["metrics"][m] = {{"mean", json_number(mean)}, {"min", json_number(none ? NAN : lo)}, {"max", json_number(none ? NAN : hi)}};
+      }
+    }
+    rows.push_back(row);
+  }
+  d.rows = groups.size();
+  std::vector<std::string> averaged_names;
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    if (axes[a].values.size() > 1 && std::find(group_axes.begin(), group_axes.end(), a) == group_axes.end())
+      averaged_names.push_back(axes[a].name);
+  d.json = {{"file", file.string()},
+            {"study", study},
+            {"kind", r.root_attribute("study_kind")},
+            {"points", r.points()},
+            {"counts", counts},
+            {"complete", complete},
+            {"backend", r.root_attribute("backend")},
+            {"git_sha", r.root_attribute("git_sha")},
+            {"git_dirty", r.root_attribute("git_dirty") == "true"},
+            {"operands", std::vector<std::string>(distinct_operands.begin(), distinct_operands.end())},
+            {"grouped_by", group_by},
+            {"averaged_over", averaged_names},
+            {"metrics", metrics},
+            {"rows", rows}};
+  return d;
+}
+
 }  // namespace
 
-std::string report_table(const std::filesystem::path& file, std::vector<std::string> group_by) {
-  const ResultsFile r = ResultsFile::open(file, false);
-  std::string out = file.string() + ": study " + r.root_attribute("study") + ", " + std::to_string(r.rows()) +
-                    " points, backend " + r.root_attribute("backend") + ", git " + r.root_attribute("git_sha").substr(0, 12) +
-                    (r.root_attribute("git_dirty") == "true" ? " (dirty)" : "") + "\n";
-  std::vector<std::string> varying, metrics;
-  std::map<std::string, std::vector<std::string>> text;
-  std::map<std::string, std::vector<double>> numbers;
-  for (const ColumnDef& c : r.columns()) {
-    if (bookkeeping(c.name)) continue;
-    if (c.type == ColumnDef::Type::str) {
-      text[c.name] = r.read_str(c.name);
-      const std::vector<std::string>& v = text[c.name];
-      if (std::set<std::string>(v.begin(), v.end()).size() > 1 || c.name == "status") varying.push_back(c.name);
-    } else if (c.type == ColumnDef::Type::f64 && (c.name.ends_with("_rel_frobenius") || c.name == "total_sqnr_db")) {
-      numbers[c.name] = r.read_f64(c.name);
-      metrics.push_back(c.name);
-    }
-  }
-  const auto rows = static_cast<std::size_t>(r.rows());
-  if (group_by.empty() && r.rows() <= kFullReportRows) {
-    std::vector<std::pair<std::string, std::vector<std::string>>> cells;
-    for (const std::string& v : varying) cells.emplace_back(v, text[v]);
-    for (const std::string& m : metrics) {
-      std::vector<std::string> f;
-      for (double x : numbers[m]) f.push_back(format_number(x));
-      cells.emplace_back(m, f);
-    }
-    return out + format_columns(cells, rows);
-  }
-  if (group_by.empty())
-    for (const std::string& v : varying)
-      if (v != "status" && v != "layer" && v != "gemm" && v != "seed" && v != "distribution") group_by.push_back(v);
-  for (const std::string& g : group_by)
-    if (!text.contains(g)) throw std::invalid_argument("report --by: no axis '" + g + "' in " + file.string());
-  // Groups in order of first appearance; statistics over the points that ran.
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<std::string>> group_values;
-  std::map<std::string, std::vector<std::size_t>> members;
-  std::map<std::string, std::size_t> skipped;
-  for (std::size_t i = 0; i < rows; ++i) {
-    std::string key;
-    std::vector<std::string> values;
-    for (const std::string& g : group_by) {
-      key += text[g][i] + "\x1f";
-      values.push_back(text[g][i]);
-    }
-    if (!group_values.contains(key)) {
-      order.push_back(key);
-      group_values[key] = values;
-    }
-    if (text["status"][i] == "ok") members[key].push_back(i);
-    else ++skipped[key];
-  }
-  std::vector<std::pair<std::string, std::vector<std::string>>> cells;
-  for (const std::string& g : group_by) cells.emplace_back(g, std::vector<std::string>{});
-  cells.emplace_back("points", std::vector<std::string>{});
-  cells.emplace_back("skipped", std::vector<std::string>{});
-  const std::vector<std::string> summarized = {"total_rel_frobenius", "accumulation_rel_frobenius"};
-  for (const std::string& m : summarized)
-    if (numbers.contains(m))
-      for (const char* stat : {"mean", "min", "max"}) cells.emplace_back(m.substr(0, m.find('_')) + "_" + stat, std::vector<std::string>{});
-  for (const std::string& key : order) {
-    const std::vector<std::size_t>& idx = members[key];
-    std::size_t c = 0;
-    for (const std::string& value : group_values[key]) cells[c++].second.push_back(value);
-    cells[c++].second.push_back(std::to_string(idx.size()));
-    cells[c++].second.push_back(std::to_string(skipped[key]));
-    for (const std::string& m : summarized) {
-      if (!numbers.contains(m)) continue;
-      double sum = 0, lo = 0, hi = 0;
-      for (std::size_t j = 0; j < idx.size(); ++j) {
-        const double x = numbers[m][idx[j]];
-        sum += x;
-        lo = j ? std::min(lo, x) : x;
-        hi = j ? std::max(hi, x) : x;
-      }
-      const bool none = idx.empty();
-      cells[c++].second.push_back(none ? "-" : format_number(sum / static_cast<double>(idx.size())));
-      cells[c++].second.push_back(none ? "-" : format_number(lo));
-      cells[c++].second.push_back(none ? "-" : format_number(hi));
-    }
-  }
-  return out + "grouped by " + [&] {
-    std::string g;
-    for (const std::string& x : group_by) g += (g.empty() ? "" : ", ") + x;
-    return g;
-  }() + " (statistics over the points that ran)\n" + format_columns(cells, order.size());
+std::string report_table(const std::filesystem::path& file, std::vector<std::string> group_by, std::size_t max_rows) {
+  const ReportData d = build_report(file, std::move(group_by));
+  if (max_rows > 0 && d.rows > max_rows)
+    return d.header + "(" + std::to_string(d.rows) + " rows: fp8lab report " + file.string() +
+           " prints them, --by AXIS,... summarizes)\n";
+  return d.header + format_columns(d.cells, d.rows);
 }
+
+std::string report_json(const std::filesystem::path& file, std::vector<std::string> group_by) {
+  return build_report(file, std::move(group_by)).json.dump(2);
+}
+
+namespace {
+
+// How a metric's change is stated: dB as a difference in dB, 1 - cosine as a difference of
+// 1 - cosine (a percentage of a number near 0 or of an SQNR says nothing), errors relative.
+std::string change_text(const std::string& metric, double old_value, double new_value) {
+  char text[48];
+  if (metric.ends_with("_sqnr_db")) std::snprintf(text, sizeof text, "%+.3g dB", new_value - old_value);
+  else if (metric.ends_with("_one_minus_cosine")) std::snprintf(text, sizeof text, "%+.3g", new_value - old_value);
+  else if (old_value != 0) std::snprintf(text, sizeof text, "%+.4g%%", 100.0 * (new_value - old_value) / std::fabs(old_value));
+  else return "";
+  return text;
+}
+
+std::string change_unit(const std::string& metric) {
+  return metric.ends_with("_sqnr_db") ? "dB" : metric.ends_with("_one_minus_cosine") ? "1 - cosine" : "percent";
+}
+
+}  // namespace
 
 std::string Comparison::table() const {
   std::string out = "compared " + std::to_string(points) + " points x " + std::to_string(metrics) + " metrics: " +
                     std::to_string(worse.size()) + " worse\n";
-  const auto join = [](const std::vector<std::string>& names) {
-    std::string s;
-    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-    return s;
-  };
   if (!missing_columns.empty())
     out += "the baseline's columns " + join(missing_columns) +
            " are not in NEW (renamed or removed?): they cannot be compared; regenerate the baseline if the change is "
            "intended\n";
-  if (!new_columns.empty())
-    out += "NEW has columns the baseline lacks, not compared: " + join(new_columns) + "\n";
+  if (!new_columns.empty()) out += "NEW has columns the baseline lacks, not compared: " + join(new_columns) + "\n";
+  if (!new_points.empty()) {
+    out += std::to_string(new_points.size()) + " points only in NEW, not compared:\n";
+    for (const std::string& p : new_points) out += "  " + p + "\n";
+  }
   char text[256];
   if (floors_available && floor_scale > 0)
     std::snprintf(text, sizeof text,
@@ -233,7 +374,7 @@ std::string Comparison::table() const {
   out += text;
   if (!worse.empty()) {
     char header[256];
-    std::snprintf(header, sizeof header, "%-28s %12s %12s %9s %10s  %s\n", "metric", "baseline", "new", "change", "floor",
+    std::snprintf(header, sizeof header, "%-28s %12s %12s %11s %10s  %s\n", "metric", "baseline", "new", "change", "floor",
                   "point");
     out += header;
     for (const std::string& line : worse) out += line + "\n";
@@ -241,126 +382,235 @@ std::string Comparison::table() const {
   return out;
 }
 
+std::string Comparison::json_text() const { return json.dump(2); }
+
 Comparison compare_results(const std::filesystem::path& baseline, const std::filesystem::path& candidate, double rtol,
                            double floor_scale) {
   const ResultsFile base = ResultsFile::open(baseline, false), next = ResultsFile::open(candidate, false);
-  const std::vector<std::string> base_keys = base.read_str("point_key"), next_keys = next.read_str("point_key");
-  const std::vector<std::string> base_status = base.read_str("status"), next_status = next.read_str("status");
-  std::map<std::string, std::size_t> next_index;
-  for (std::size_t i = 0; i < next_keys.size(); ++i) next_index[next_keys[i]] = i;
+  // The same study kind over the same axes, and every baseline value present in NEW; else the
+  // files do not describe the same grid, and one line says how.
+  const std::string mismatch = "compare " + baseline.string() + " " + candidate.string() + ": ";
+  if (base.root_attribute("study_kind") != next.root_attribute("study_kind"))
+    throw std::invalid_argument(mismatch + "study kinds differ (" + base.root_attribute("study_kind") + " vs " +
+                                next.root_attribute("study_kind") + ")");
+  std::vector<std::string> base_axes, next_axes;
+  for (const GridAxis& a : base.axes()) base_axes.push_back(a.name);
+  for (const GridAxis& a : next.axes()) next_axes.push_back(a.name);
+  if (base_axes != next_axes)
+    throw std::invalid_argument(mismatch + "the grids have different axes (baseline: " + join(base_axes) +
+                                "; NEW: " + join(next_axes) + ")");
+  // value position in NEW of every baseline value, per axis
+  std::vector<std::vector<std::size_t>> to_next(base.axes().size());
+  for (std::size_t a = 0; a < base.axes().size(); ++a) {
+    const std::vector<std::string>& bv = base.axes()[a].values;
+    const std::vector<std::string>& nv = next.axes()[a].values;
+    std::vector<std::string> absent;
+    for (const std::string& v : bv) {
+      const auto it = std::find(nv.begin(), nv.end(), v);
+      if (it == nv.end()) absent.push_back(v);
+      to_next[a].push_back(static_cast<std::size_t>(it - nv.begin()));
+    }
+    if (!absent.empty())
+      throw std::invalid_argument(mismatch + "axis '" + base.axes()[a].name + "': the baseline's values " + join(absent) +
+                                  " are not in NEW (the grids differ: run the baseline's spec, or regenerate the baseline)");
+  }
   Comparison c;
-  c.points = base_keys.size();
+  c.points = static_cast<std::size_t>(base.points());
   c.rtol = rtol;
   c.floor_scale = floor_scale;
+  c.json = {{"baseline", baseline.string()}, {"new", candidate.string()}, {"rtol", rtol}, {"floor_scale", floor_scale},
+            {"worse", nlohmann::json::array()}, {"new_points", nlohmann::json::array()}};
   const auto line = [](const std::string& metric, const std::string& b, const std::string& n, const std::string& change,
                        const std::string& key, const std::string& floor = "") {
     char text[1024];
-    std::snprintf(text, sizeof text, "%-28s %12s %12s %9s %10s  %s", metric.c_str(), b.c_str(), n.c_str(), change.c_str(),
+    std::snprintf(text, sizeof text, "%-28s %12s %12s %11s %10s  %s", metric.c_str(), b.c_str(), n.c_str(), change.c_str(),
                   floor.c_str(), key.c_str());
     return std::string(text);
   };
-  // A column of the baseline that NEW lacks (renamed or removed) cannot be checked: that fails
-  // the comparison, with the column named, until the baseline is regenerated.
-  std::set<std::string> next_columns;
+  const auto add_worse = [&](const std::string& metric, const std::string& b, const std::string& n,
+                             const std::string& change, const std::string& key, const nlohmann::json& detail) {
+    c.worse.push_back(line(metric, b, n, change, key, detail.contains("floor") ? format_number(detail["floor"].get<double>()) : ""));
+    nlohmann::json j = detail;
+    j["metric"] = metric;
+    c.json["worse"].push_back(j);
+  };
+  std::set<std::string> next_columns, base_columns;
   for (const ColumnDef& col : next.columns()) next_columns.insert(col.name);
-  std::set<std::string> base_columns;
-  std::vector<std::string> metric_names;
+  std::vector<ColumnDef> metric_columns;
   for (const ColumnDef& col : base.columns()) {
     base_columns.insert(col.name);
     if (!next_columns.contains(col.name)) {
       c.missing_columns.push_back(col.name);
-      c.worse.push_back(line("(column) " + col.name, "present", "missing", "", "all points"));
+      add_worse("(column) " + col.name, "present", "missing", "", "all points", {{"what", "column missing from NEW"}});
     } else if (col.type == ColumnDef::Type::f64 && (higher_is_worse(col.name) || lower_is_worse(col.name))) {
-      metric_names.push_back(col.name);
+      metric_columns.push_back(col);
     }
   }
   for (const ColumnDef& col : next.columns())
     if (!base_columns.contains(col.name)) c.new_columns.push_back(col.name);
-  c.metrics = metric_names.size();
+  c.metrics = metric_columns.size();
+
+  const std::vector<std::vector<std::size_t>> base_at = positions(base), next_at = positions(next);
+  std::vector<std::size_t> next_index(base_at.size());
+  std::vector<bool> matched(next_at.size(), false);
+  for (std::size_t p = 0; p < base_at.size(); ++p) {
+    std::size_t i = 0;
+    for (std::size_t a = 0; a < base.axes().size(); ++a) i = i * next.axes()[a].values.size() + to_next[a][base_at[p][a]];
+    next_index[p] = i;
+    matched[i] = true;
+  }
+  for (std::size_t i = 0; i < next_at.size(); ++i)
+    if (!matched[i]) {
+      c.new_points.push_back(point_text(next, next_at[i]));
+      c.json["new_points"].push_back(point_json(next, next_at[i]));
+    }
   // Per point: the noise eta of its FP64 references (from K) and the scale of max_abs's floor.
-  std::vector<double> eta(base_keys.size(), 0.0), rms(base_keys.size(), std::numeric_limits<double>::quiet_NaN());
+  std::vector<double> eta(base_at.size(), 0.0), rms(base_at.size(), std::numeric_limits<double>::quiet_NaN());
   c.floors_available = base_columns.contains("k");
   if (c.floors_available) {
     const std::vector<std::int64_t> k = base.read_i64("k");
     for (std::size_t i = 0; i < k.size(); ++i) eta[i] = reference_noise(k[i]);
   }
   if (base_columns.contains("reference_rms")) rms = base.read_f64("reference_rms");
-  for (std::size_t i = 0; i < base_keys.size(); ++i) {
-    const auto it = next_index.find(base_keys[i]);
-    if (it == next_index.end()) c.worse.push_back(line("(point)", "present", "missing", "", base_keys[i]));
-    else if (base_status[i] != next_status[it->second])
-      c.worse.push_back(line("status", base_status[i], next_status[it->second], "", base_keys[i]));
+  const std::vector<std::string> base_status = base.read_str("status"), next_status = next.read_str("status");
+  for (std::size_t p = 0; p < base_at.size(); ++p) {
+    const std::string& n = next_status[next_index[p]];
+    if (base_status[p] != n)
+      add_worse("status", base_status[p].empty() ? "(not run)" : base_status[p], n.empty() ? "(not run)" : n, "",
+                point_text(base, base_at[p]),
+                {{"point", point_json(base, base_at[p])}, {"baseline", base_status[p]}, {"new", n}});
   }
-  for (const std::string& m : metric_names) {
+  for (const ColumnDef& col : metric_columns) {
+    const std::string& m = col.name;
     const std::vector<double> b = base.read_f64(m), n = next.read_f64(m);
-    for (std::size_t i = 0; i < base_keys.size(); ++i) {
-      const auto it = next_index.find(base_keys[i]);
-      if (it == next_index.end() || base_status[i] != "ok") continue;
-      const double old_value = b[i], new_value = n[it->second];
-      if (std::isnan(old_value) && std::isnan(new_value)) continue;
-      const double floor = c.floors_available ? floor_scale * noise_floor(m, old_value, eta[i], rms[i]) : 0.0;
-      const double slack = std::max(rtol * std::fabs(old_value), floor);
-      const bool worse = std::isnan(new_value) != std::isnan(old_value) ||
-                         (higher_is_worse(m) && new_value > old_value + slack) ||
-                         (lower_is_worse(m) && new_value < old_value - slack);
-      if (!worse) {
-        c.changed_within_tolerance += new_value != old_value;
-        continue;
+    const std::size_t width = col.extra ? col.extra->size() : 1;
+    for (std::size_t p = 0; p < base_at.size(); ++p) {
+      if (base_status[p] != "ok") continue;
+      for (std::size_t e = 0; e < width; ++e) {
+        const double old_value = b[p * width + e], new_value = n[next_index[p] * width + e];
+        if (std::isnan(old_value) && std::isnan(new_value)) continue;
+        const double floor = c.floors_available ? floor_scale * noise_floor(m, old_value, eta[p], rms[p]) : 0.0;
+        const double slack = std::max(rtol * std::fabs(old_value), floor);
+        const bool worse = std::isnan(new_value) != std::isnan(old_value) ||
+                           (higher_is_worse(m) && new_value > old_value + slack) ||
+                           (lower_is_worse(m) && new_value < old_value - slack);
+        if (!worse) {
+          c.changed_within_tolerance += new_value != old_value;
+          continue;
+        }
+        std::string where = point_text(base, base_at[p]);
+        nlohmann::json point = point_json(base, base_at[p]);
+        if (col.extra) {
+          const std::string label =
+              col.extra->labels.empty() ? std::to_string(col.extra->numbers[e]) : col.extra->labels[e];
+          where += " " + col.extra->name + "=" + label;
+          point[col.extra->name] = label;
+        }
+        add_worse(m, format_number(old_value), format_number(new_value), change_text(m, old_value, new_value), where,
+                  {{"point", point}, {"baseline", json_number(old_value)}, {"new", json_number(new_value)},
+                   {"change", json_number(m.ends_with("_sqnr_db") || m.ends_with("_one_minus_cosine")
+                                              ? new_value - old_value
+                                              : 100.0 * (new_value - old_value) / std::fabs(old_value))},
+                   {"change_unit", change_unit(m)}, {"floor", floor}});
       }
-      const std::string change = old_value != 0 ? format_number(100.0 * (new_value - old_value) / std::fabs(old_value)) + "%" : "";
-      c.worse.push_back(line(m, format_number(old_value), format_number(new_value), change, base_keys[i], format_number(floor)));
     }
   }
+  c.json["points_compared"] = c.points;
+  c.json["metrics_compared"] = c.metrics;
+  c.json["changed_within_tolerance"] = c.changed_within_tolerance;
+  c.json["missing_columns"] = c.missing_columns;
+  c.json["new_columns"] = c.new_columns;
+  c.json["regression"] = !c.worse.empty();
   return c;
 }
 
-void merge_results(const std::filesystem::path& out, const std::vector<std::filesystem::path>& shards) {
+MergeSummary merge_results(const std::filesystem::path& out, const std::vector<std::filesystem::path>& shards,
+                           bool allow_partial) {
   if (shards.empty()) throw std::invalid_argument("merge needs at least one shard");
   if (std::filesystem::exists(out)) throw std::invalid_argument(out.string() + ": exists; merge writes a new file");
   std::vector<ResultsFile> inputs;
   for (const auto& s : shards) inputs.push_back(ResultsFile::open(s, false));
-  const std::string spec = inputs.front().root_attribute("spec_sha256");
-  for (std::size_t i = 1; i < inputs.size(); ++i)
+  const ResultsFile& first = inputs.front();
+  const std::string spec = first.root_attribute("spec_sha256");
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
     if (inputs[i].root_attribute("spec_sha256") != spec)
       throw std::invalid_argument(shards[i].string() + ": comes from a different spec than " + shards[0].string());
-  // Every row of every shard, ordered by grid index, first occurrence of a point kept.
-  struct Source {
-    std::size_t file;
-    std::int64_t row, grid_index;
-  };
-  std::vector<Source> rows;
-  for (std::size_t f = 0; f < inputs.size(); ++f) {
-    const std::vector<std::int64_t> g = inputs[f].read_i64("grid_index");
-    for (std::int64_t r = 0; r < inputs[f].rows(); ++r) rows.push_back({f, r, g[static_cast<std::size_t>(r)]});
+    if (inputs[i].points() != first.points())
+      throw std::invalid_argument(shards[i].string() + ": its grid differs from " + shards[0].string());
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const Source& a, const Source& b) { return a.grid_index < b.grid_index; });
+  // The set must be shards 0..N-1 of one N, each once, each with all its points; else say
+  // what is wrong (unless --allow-partial: then whatever points the files hold).
+  const auto parse_shard = [](const std::string& text, int& i, int& n) {
+    return std::sscanf(text.c_str(), "%d/%d", &i, &n) == 2 && n >= 1 && i >= 0 && i < n;
+  };
+  std::map<int, std::size_t> seen;
+  int count = 0;
+  std::string problem;
+  std::vector<std::vector<std::string>> status;
+  for (std::size_t f = 0; f < inputs.size(); ++f) {
+    status.push_back(inputs[f].read_str("status"));
+    int i = 0, n = 0;
+    if (!parse_shard(inputs[f].root_attribute("shard"), i, n)) {
+      problem = shards[f].string() + ": has no valid shard attribute";
+      continue;
+    }
+    if (count == 0) count = n;
+    if (n != count && problem.empty())
+      problem = shards[f].string() + ": is shard " + std::to_string(i) + "/" + std::to_string(n) + ", the others of " +
+                std::to_string(count);
+    if (seen.contains(i) && problem.empty())
+      problem = shards[f].string() + ": shard " + std::to_string(i) + "/" + std::to_string(n) + " is also " +
+                shards[seen[i]].string() + " (duplicated)";
+    seen.emplace(i, f);
+    std::int64_t missing = 0;
+    for (std::size_t p = static_cast<std::size_t>(i); p < status[f].size(); p += static_cast<std::size_t>(n))
+      missing += status[f][p].empty();
+    if (missing > 0 && problem.empty())
+      problem = shards[f].string() + ": shard " + std::to_string(i) + "/" + std::to_string(n) + " is incomplete (" +
+                std::to_string(missing) + " of its points not run; fp8lab run ... --resume --shard " + std::to_string(i) +
+                "/" + std::to_string(n) + " completes it)";
+  }
+  if (problem.empty())
+    for (int i = 0; i < count; ++i)
+      if (!seen.contains(i)) {
+        problem = "shard " + std::to_string(i) + "/" + std::to_string(count) + " is missing";
+        break;
+      }
+  if (!problem.empty() && !allow_partial)
+    throw std::invalid_argument("merge: " + problem + " (--allow-partial merges what there is)");
+
   std::map<std::string, std::string> attributes;
-  for (const char* name : {"study", "study_kind", "description", "spec_file", "spec_toml", "spec_sha256",
-                           "resolved_spec_json", "fp8lab_version", "git_sha", "git_dirty", "backend", "device", "host",
-                           "hdf5_version", "compiler", "build_march", "cpu_isa", "operands", "utc_start", "utc_end"})
-    attributes[name] = inputs.front().root_attribute(name);
+  for (const char* name : {"Conventions", "title", "history", "source", "study_name", "study_kind", "description",
+                           "spec_file", "spec_toml", "spec_sha256", "resolved_spec_json", "fp8lab_version", "git_sha",
+                           "git_dirty", "backend", "device", "compiler", "compiler_flags", "build_march", "cpu_isa",
+                           "eigen_version", "openmp_version", "hdf5_version", "operands", "utc_start", "utc_end"})
+    attributes[name] = first.root_attribute(name);
   std::string hosts;
   for (const ResultsFile& in : inputs) hosts += (hosts.empty() ? "" : ",") + in.root_attribute("host");
   attributes["host"] = hosts;
+  attributes["shard"] = "0/1";
   attributes["merged_from"] = std::to_string(shards.size()) + " shards";
-  ResultsFile merged = ResultsFile::create(out, inputs.front().columns(), attributes);
-  // Columns read once per file.
-  std::vector<std::map<std::string, std::vector<Value>>> data(inputs.size());
-  for (std::size_t f = 0; f < inputs.size(); ++f)
-    for (const ColumnDef& c : inputs.front().columns()) {
-      std::vector<Value>& v = data[f][c.name];
-      if (c.type == ColumnDef::Type::f64) for (double x : inputs[f].read_f64(c.name)) v.emplace_back(x);
-      else if (c.type == ColumnDef::Type::i64) for (std::int64_t x : inputs[f].read_i64(c.name)) v.emplace_back(x);
-      else for (std::string& x : inputs[f].read_str(c.name)) v.emplace_back(std::move(x));
-    }
-  std::set<std::string> seen;
-  for (const Source& s : rows) {
-    const std::string key = std::get<std::string>(data[s.file]["point_key"][static_cast<std::size_t>(s.row)]);
-    if (!seen.insert(key).second) continue;
-    Row row;
-    for (const ColumnDef& c : inputs.front().columns()) row[c.name] = data[s.file][c.name][static_cast<std::size_t>(s.row)];
-    merged.append(row);
-  }
+  std::string shard_names;
+  for (const auto& s : shards) shard_names += " " + s.string();
+  attributes["history"] += "\nmerged:" + shard_names;
+  // Each point from the first file that has it.
+  MergeSummary summary;
+  summary.problem = problem;
+  summary.points_total = first.points();
+  std::vector<std::int64_t> source(static_cast<std::size_t>(first.points()), -1);
+  for (std::size_t p = 0; p < source.size(); ++p)
+    for (std::size_t f = 0; f < inputs.size() && source[p] < 0; ++f)
+      if (!status[f][p].empty()) source[p] = static_cast<std::int64_t>(f);
+  for (std::int64_t s : source) summary.points_done += s >= 0;
+  attributes["complete"] = summary.points_done == summary.points_total ? "true" : "false";
+  ResultsFile merged = ResultsFile::create(out, first.axes(), first.columns(), attributes,
+                                           {{"points_total", summary.points_total}, {"points_done", 0}});
+  std::int64_t done = 0;
+  for (std::size_t p = 0; p < source.size(); ++p)
+    if (source[p] >= 0)
+      merged.write_point(static_cast<std::int64_t>(p), inputs[static_cast<std::size_t>(source[p])].read_point(static_cast<std::int64_t>(p)),
+                         {{"points_done", ++done}});
+  return summary;
 }
 
 }  // namespace fp8lab

@@ -54,17 +54,23 @@ class GemmStudy final : public StudyKind {
 
   std::string name() const override { return "gemm"; }
 
+  // `distribution` and `seed` shape synthetic operands only: a study whose layers include
+  // real or own tensors has no such axes (configure refuses them when listed), so no
+  // coordinate of the file claims a distribution the operands do not have.
   std::vector<AxisDef> axes() const override {
-    return {{"layer", {"shape:1024x1024"}, "linear layer (catalog name or shape:NxK)"},
-            {"gemm", {"fprop"}, "GEMM of the layer: fprop, dgrad or wgrad"},
-            {"format", {"e4m3"}, "FP8 operand format"},
-            {"a_granularity", {"tile:1x128"}, "scale granularity of A"},
-            {"b_granularity", {"block:128x128"}, "scale granularity of B"},
-            {"scale", {"fp32"}, "scale rule"},
-            {"accum", {"hopper"}, "tensor-core accumulation model"},
-            {"promotion", {"128"}, "FP32 promotion interval N_C (elements of K)"},
-            {"distribution", {"gaussian"}, "distribution of the activation X"},
-            {"seed", {"1"}, "operand seed"}};
+    std::vector<AxisDef> a = {{"layer", {"shape:1024x1024"}, "linear layer (catalog name, stories260K/..., shape:NxK or tensors)"},
+                              {"gemm", {"fprop"}, "GEMM of the layer: fprop, dgrad or wgrad"},
+                              {"format", {"e4m3"}, "FP8 operand format"},
+                              {"a_granularity", {"tile:1x128"}, "scale granularity of A", AxisStorage::granularity},
+                              {"b_granularity", {"block:128x128"}, "scale granularity of B", AxisStorage::granularity},
+                              {"scale", {"fp32"}, "scale rule"},
+                              {"accum", {"hopper"}, "tensor-core accumulation model"},
+                              {"promotion", {"128"}, "FP32 promotion interval N_C (elements of K; 0: never)", AxisStorage::promotion}};
+    if (only_synthetic_layers_) {
+      a.push_back({"distribution", {"gaussian"}, "distribution of the synthetic activation X"});
+      a.push_back({"seed", {"1"}, "seed of the synthetic operands", AxisStorage::integer});
+    }
+    return a;
   }
 
   void validate_value(const std::string& axis, const std::string& v) const override {
@@ -92,6 +98,7 @@ class GemmStudy final : public StudyKind {
   }
 
   void configure(const StudySpec& spec) override {
+    refuse_synthetic_settings_on_real_layers(spec);
     tokens_ = spec.get_int("operands.tokens", 256);
     outlier_channels_ = spec.get_int("operands.outlier_channels", 0);
     outlier_scale_ = spec.get_double("operands.outlier_scale", 100.0);
@@ -162,7 +169,6 @@ class GemmStudy final : public StudyKind {
         {"cols_computed", T::i64, "1", "output columns computed (sampled when < n)"},
         {"seconds", T::f64, "s", "wall time of the GEMM"},
         {"reference_rms", T::f64, "1", "RMS of the FP64 reference of the original operands over the computed outputs"},
-        {"operand_source", T::str, "", "where the operand values come from"},
         {"gemm_backend", T::str, "", "backend that ran the GEMM (--backend auto: the CPU for what the GPU cannot run)"},
         {"gemm_fallback_reason", T::str, "", "why the selected backend handed this GEMM on (empty when it ran it)"}};
     for (const char* e : kErrors) {
@@ -172,7 +178,7 @@ class GemmStudy final : public StudyKind {
       c.push_back({p + "_rel_frobenius_ci_high", T::f64, "1", p + " error, 95% interval high (sampled; NaN when exact)"});
       c.push_back({p + "_sqnr_db", T::f64, "dB", p + " SQNR"});
       c.push_back({p + "_deepgemm_diff", T::f64, "1", p + " error, DeepGEMM diff"});
-      c.push_back({p + "_max_abs", T::f64, "1", p + " error, max absolute"});
+      c.push_back({p + "_max_abs", T::f64, "same as C", p + " error, max absolute (in the units of the output C)"});
       c.push_back({p + "_max_rel", T::f64, "1", p + " error, max relative over |ref| > 1% of reference_rms"});
       c.push_back({p + "_one_minus_cosine", T::f64, "1", p + " error, 1 - cosine similarity"});
     }
@@ -252,7 +258,22 @@ class GemmStudy final : public StudyKind {
             synthetic && d.tokens >= std::max(d.out, d.in) ? "operands.tokens" : "axes.layer"};
   }
 
+  std::string operand_provenance(const Point& p) const override { return source_of(p); }
+
+  // The GEMM's multiply-adds (on the outputs computed) plus quantizing both operands.
+  double point_cost(const Point& p) const override {
+    const GemmShape s = shape(p);
+    const double rows = static_cast<double>(sample_rows_ > 0 ? std::min(sample_rows_, s.m) : s.m);
+    const double cols = static_cast<double>(sample_cols_ > 0 ? std::min(sample_cols_, s.n) : s.n);
+    const double k = static_cast<double>(s.k);
+    return 2.0 * rows * cols * k + static_cast<double>(s.m + s.n) * k;
+  }
+
   std::string operand_description() const override {
+    if (!only_synthetic_layers_)
+      return any_synthetic_layer_ ? "per point in the `operands` variable: real or own tensors, and generated ones for "
+                                    "catalog and shape:NxK layers"
+                                  : "real or own tensors, per point in the `operands` variable";
     return "synthetic: X tokens(" + std::to_string(tokens_) + ") x in_features from the point's distribution with " +
            std::to_string(outlier_channels_) + " outlier channels x" + std::to_string(outlier_scale_) +
            "; W out x in " + (weight_distribution_ == "same" ? std::string("from X's distribution") : weight_distribution_) +
@@ -328,12 +349,65 @@ class GemmStudy final : public StudyKind {
     return {d.out, d.in, d.tokens};
   }
 
-  std::string source_of(const std::string& layer) const {
+  // Where the point's X, W and dY come from, true for the point.
+  std::string source_of(const Point& p) const {
+    const std::string& layer = p.at("layer");
     if (layer == kTensorsLayer) return own_->description;
-    if (!is_real(layer)) return operand_description();
-    const RealLayers& r = stories260k_layers();
-    return "real: " + r.checkpoint + " (sha256 " + r.checkpoint_sha256 + "), FP64 forward/backward on " +
-           std::to_string(r.tokens.size()) + " tokens: \"" + r.prompt_text + "\"";
+    if (is_real(layer)) {
+      const RealLayers& r = stories260k_layers();
+      return "stories260K real tensors " + layer.substr(std::string(kRealLayerPrefix).size()) +
+             ": W from checkpoint=" + r.checkpoint + " (sha256 " + r.checkpoint_sha256 +
+             "), X and dY from its FP64 forward/backward on " + std::to_string(r.tokens.size()) + " tokens";
+    }
+    const std::string distribution = axis_or(p, "distribution", "gaussian");
+    char scale[32];
+    std::snprintf(scale, sizeof scale, "%g", outlier_scale_);
+    return "synthetic " + distribution + ": X tokens=" + std::to_string(tokens_) + " x in, outlier_channels=" +
+           std::to_string(outlier_channels_) + ", outlier_scale=" + scale + "; W " +
+           (weight_distribution_ == "same" ? distribution : weight_distribution_) + " / sqrt(in); dY gaussian; seed=" +
+           axis_or(p, "seed", "1");
+  }
+
+  static std::string axis_or(const Point& p, const std::string& axis, const std::string& fallback) {
+    for (const auto& [name, value] : p.values)
+      if (name == axis) return value;
+    return fallback;
+  }
+
+  static bool is_synthetic(const std::string& layer) { return layer != kTensorsLayer && !is_real(layer); }
+
+  // A study with a real or own-tensor layer: the synthetic axes do not apply to it (refused
+  // rather than recorded: the grid would hold copies of one computation labelled with values
+  // that did not shape it); and when no layer is synthetic, neither do the [operands] settings.
+  void refuse_synthetic_settings_on_real_layers(const StudySpec& spec) {
+    std::string non_synthetic;
+    bool any_synthetic = false;
+    bool listed = false;
+    for (const Axis& axis : spec.axes)
+      if (axis.name == "layer") {
+        listed = true;
+        for (const std::string& v : axis.values) {
+          if (is_synthetic(v)) any_synthetic = true;
+          else if (non_synthetic.empty()) non_synthetic = v;
+        }
+      }
+    if (!listed) any_synthetic = true;  // the default layer is a synthetic shape
+    only_synthetic_layers_ = non_synthetic.empty();
+    any_synthetic_layer_ = any_synthetic;
+    if (only_synthetic_layers_) return;
+    const std::string why = non_synthetic == kTensorsLayer ? "its operands are the files of [tensors]"
+                                                           : "its operands are the checkpoint's real tensors";
+    for (const Axis& axis : spec.axes)
+      if (axis.name == "distribution" || axis.name == "seed")
+        throw spec.error("axes." + axis.name, "does not apply to layer " + non_synthetic + " (" + why +
+                                                  "); remove the axis, or put synthetic and real layers in separate studies",
+                         &axis.positions.front());
+    if (any_synthetic) return;
+    for (const char* key : {"tokens", "outlier_channels", "outlier_scale", "weight_distribution"})
+      if (const toml::node* node = spec.table.at_path(std::string("operands.") + key).node())
+        throw spec.error(std::string("operands.") + key, "does not apply: no layer of the study is synthetic (layer " +
+                                                             non_synthetic + ": " + why + ")",
+                         &node->source());
   }
 
   GemmConfig config(const Point& p) const {
@@ -354,8 +428,7 @@ class GemmStudy final : public StudyKind {
     return {{"m", s.m}, {"n", s.n}, {"k", s.k},
             {"promotion_elements", promotion.never ? s.k : promotion.elements},
             {"a_tile_k", ga.tile_cols}, {"b_tile_k", gb.tile_cols},
-            {"rows_computed", std::int64_t{0}}, {"cols_computed", std::int64_t{0}},
-            {"operand_source", source_of(p.at("layer"))}};
+            {"rows_computed", std::int64_t{0}}, {"cols_computed", std::int64_t{0}}};
   }
 
   static std::vector<float> to_floats(const Eigen::MatrixXd& m) {  // row-major FP32
@@ -366,7 +439,7 @@ class GemmStudy final : public StudyKind {
   }
 
   Operands& operands(const Point& p) {
-    const std::string key = p.at("layer") + "|" + p.at("distribution") + "|" + p.at("seed");
+    const std::string key = p.at("layer") + "|" + axis_or(p, "distribution", "gaussian") + "|" + axis_or(p, "seed", "1");
     if (cached_.key == key) return cached_;
     const LayerDims d = dims(p.at("layer"));
     if (p.at("layer") == kTensorsLayer) {
@@ -379,13 +452,14 @@ class GemmStudy final : public StudyKind {
       return cached_;
     }
     const LayerShape l = find_layer(p.at("layer"), catalog_);
-    const auto seed = std::stoull(p.at("seed"));
-    const std::string w_distribution = weight_distribution_ == "same" ? p.at("distribution") : weight_distribution_;
+    const auto seed = std::stoull(axis_or(p, "seed", "1"));
+    const std::string distribution = axis_or(p, "distribution", "gaussian");
+    const std::string w_distribution = weight_distribution_ == "same" ? distribution : weight_distribution_;
     std::vector<float> w = synthesize({l.out_features, l.in_features, w_distribution, 0, 1.0, seed * 3 + 1});
     const float w_scale = 1.0f / std::sqrt(static_cast<float>(l.in_features));
     for (float& v : w) v *= w_scale;
     cached_ = {key,
-               synthesize({tokens_, l.in_features, p.at("distribution"), outlier_channels_, outlier_scale_, seed * 3 + 0}),
+               synthesize({tokens_, l.in_features, distribution, outlier_channels_, outlier_scale_, seed * 3 + 0}),
                std::move(w),
                synthesize({tokens_, l.out_features, "gaussian", 0, 1.0, seed * 3 + 2}),
                d, {}, {}, {}};
@@ -396,6 +470,7 @@ class GemmStudy final : public StudyKind {
   std::int64_t tokens_ = 256, outlier_channels_ = 0, sample_rows_ = 0, sample_cols_ = 0, sample_seed_ = 0;
   double outlier_scale_ = 100.0;
   std::string weight_distribution_ = "gaussian";
+  bool only_synthetic_layers_ = true, any_synthetic_layer_ = true;  // decided by configure from the layer axis
   std::optional<OwnTensors> own_;
   Operands cached_;
 };

@@ -38,13 +38,7 @@ std::vector<Point> expand_grid(const StudySpec& spec, const StudyKind& kind) {
       }
     }
   }
-  std::vector<std::vector<std::string>> values;
-  for (const AxisDef& d : defs) {
-    std::vector<std::string> v = d.defaults;
-    for (const Axis& axis : spec.axes)
-      if (axis.name == d.name) v = axis.values;
-    values.push_back(v);
-  }
+  const std::vector<std::vector<std::string>> values = axis_values(spec, kind);
   std::size_t count = 1;
   for (const std::vector<std::string>& v : values)
     if (__builtin_mul_overflow(count, v.size(), &count) || count > kMaxGridPoints)
@@ -62,6 +56,17 @@ std::vector<Point> expand_grid(const StudySpec& spec, const StudyKind& kind) {
     points = std::move(next);
   }
   return points;
+}
+
+std::vector<std::vector<std::string>> axis_values(const StudySpec& spec, const StudyKind& kind) {
+  std::vector<std::vector<std::string>> values;
+  for (const AxisDef& d : kind.axes()) {
+    std::vector<std::string> v = d.defaults;
+    for (const Axis& axis : spec.axes)
+      if (axis.name == d.name) v = axis.values;
+    values.push_back(v);
+  }
+  return values;
 }
 
 }  // namespace fp8lab

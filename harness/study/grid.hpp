@@ -13,4 +13,8 @@ inline constexpr std::size_t kMaxGridPoints = 1'000'000;
 // larger than kMaxGridPoints.
 std::vector<Point> expand_grid(const StudySpec& spec, const StudyKind& kind);
 
+// The values of every axis of the kind (the spec's, else the kind's defaults), in axis order;
+// the grid is their product. Checks nothing: expand_grid does.
+std::vector<std::vector<std::string>> axis_values(const StudySpec& spec, const StudyKind& kind);
+
 }  // namespace fp8lab

@@ -7,12 +7,14 @@
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
-#include "kernels/cpu/cpu_isa.hpp"
 #include "data/sha256.hpp"
 #include "harness/backend_select.hpp"
+#include "harness/build_info.hpp"
+#include "kernels/quantization.hpp"
 #include "harness/interrupt.hpp"
 #include "harness/memory_budget.hpp"
 #include "harness/progress.hpp"
@@ -41,59 +43,100 @@ std::string command_output(const std::string& command) {
   return out;
 }
 
-std::map<std::string, std::string> provenance(const StudySpec& spec, const StudyKind& kind, const Backend& backend,
-                                              const std::vector<Point>& grid, const RunOptions& options) {
-  const std::string source = FP8LAB_SOURCE_DIR;
-  const std::string sha = command_output("git -C '" + source + "' rev-parse HEAD 2>/dev/null");
-  const std::string dirty =
-      command_output("test -z \"$(git -C '" + source + "' status --porcelain 2>/dev/null)\" && echo false || echo true");
-  char host[256] = "unknown";
-  ::gethostname(host, sizeof host - 1);
-  nlohmann::json axes = nlohmann::json::object();
-  for (const AxisDef& d : kind.axes()) {
-    std::vector<std::string> values;
-    for (const Point& p : grid)
-      if (std::find(values.begin(), values.end(), p.at(d.name)) == values.end()) values.push_back(p.at(d.name));
-    axes[d.name] = values;
-  }
-  const nlohmann::json resolved = {{"study", spec.name}, {"kind", spec.kind}, {"axes", axes}, {"points", grid.size()},
-                                   {"shard", std::to_string(options.shard_index) + "/" + std::to_string(options.shard_count)}};
-  return {{"study", spec.name},
-          {"study_kind", spec.kind},
-          {"description", spec.description},
-          {"spec_file", spec.file.string()},
-          {"spec_toml", spec.text},
-          {"spec_sha256", sha256_hex(spec.text)},
-          {"resolved_spec_json", resolved.dump()},
-          {"fp8lab_version", "0.1.0"},
-          {"git_sha", sha.empty() ? "unknown" : sha},
-          {"git_dirty", sha.empty() ? "unknown" : dirty},
-          {"backend", backend.name()},
-          {"device", backend.device()},
-          {"host", host},
-          {"hdf5_version", hdf5_library_version()},
-          {"compiler", "GCC-compatible " __VERSION__},
-          {"build_march", cpu::compiled_baseline_isa()},
-          {"cpu_isa", cpu::cpu_isa_name(cpu::active_cpu_isa())},
-          {"operands", kind.operand_description()},
-          {"utc_start", utc_now()},
-          {"utc_end", ""}};
+std::string git_text(const std::string& arguments) {
+  return command_output("git -C '" + std::string(FP8LAB_SOURCE_DIR) + "' " + arguments + " 2>/dev/null");
 }
 
+std::string shard_text(const RunOptions& options) {
+  return std::to_string(options.shard_index) + "/" + std::to_string(options.shard_count);
+}
+
+// Root attributes (CF where they fit, then fp8lab's provenance).
+std::map<std::string, std::string> provenance(const StudySpec& spec, const StudyKind& kind, const Backend& backend,
+                                              const std::vector<GridAxis>& axes, std::int64_t points,
+                                              const RunOptions& options) {
+  const std::string sha = git_text("rev-parse HEAD");
+  const std::string describe = git_text("describe --always --dirty --tags");
+  const std::string dirty =
+      command_output("test -z \"$(git -C '" + std::string(FP8LAB_SOURCE_DIR) +
+                     "' status --porcelain 2>/dev/null)\" && echo false || echo true");
+  char host[256] = "unknown";
+  ::gethostname(host, sizeof host - 1);
+  nlohmann::json axis_json = nlohmann::json::object();
+  for (const GridAxis& a : axes) axis_json[a.name] = a.values;
+  const nlohmann::json resolved = {{"study", spec.name}, {"kind", spec.kind}, {"axes", axis_json}, {"points", points},
+                                   {"shard", shard_text(options)}};
+  std::map<std::string, std::string> a = {
+      {"Conventions", "CF-1.10"},
+      {"title", spec.description.empty() ? "fp8lab study " + spec.name : spec.description},
+      {"history", utc_now() + ": " + command_line()},
+      {"source", "fp8lab 0.1.0 (git " + (describe.empty() ? std::string("unknown") : describe) + ")"},
+      {"study_name", spec.name},
+      {"study_kind", spec.kind},
+      {"description", spec.description},
+      {"spec_file", spec.file.string()},
+      {"spec_toml", spec.text},
+      {"spec_sha256", sha256_hex(spec.text)},
+      {"resolved_spec_json", resolved.dump()},
+      {"shard", shard_text(options)},
+      {"complete", "false"},
+      {"fp8lab_version", "0.1.0"},
+      {"git_sha", sha.empty() ? "unknown" : sha},
+      {"git_dirty", sha.empty() ? "unknown" : dirty},
+      {"backend", backend.name()},
+      {"device", backend.device()},
+      {"host", host},
+      {"operands", kind.operand_description()},
+      {"utc_start", utc_now()},
+      {"utc_end", ""}};
+  for (const auto& [name, value] : build_provenance()) a[name] = value;
+  return a;
+}
+
+// The axes as the results file stores them; granularity axes get their tile sizes as numbers
+// (-1: the whole extent, e.g. both for "tensor", the columns for "row").
+std::vector<GridAxis> grid_axes(const StudySpec& spec, const StudyKind& kind) {
+  const std::vector<AxisDef> defs = kind.axes();
+  const std::vector<std::vector<std::string>> values = axis_values(spec, kind);
+  std::vector<GridAxis> axes;
+  for (std::size_t i = 0; i < defs.size(); ++i) {
+    GridAxis a{defs[i].name, defs[i].long_name, defs[i].storage, values[i], {}};
+    if (a.storage == AxisStorage::granularity) {
+      AuxiliaryCoordinate rows{a.name + "_tile_rows", "rows of one scale tile of " + a.name + " (-1: all)", "1", {}};
+      AuxiliaryCoordinate cols{a.name + "_tile_cols", "columns (along K) of one scale tile of " + a.name + " (-1: all)",
+                               "1", {}};
+      for (const std::string& v : a.values) {
+        const Granularity g = Granularity::parse(v);
+        const bool whole_rows = g.kind == Granularity::Kind::tensor;
+        const bool whole_cols = whole_rows || g.kind == Granularity::Kind::row;
+        rows.values.push_back(whole_rows ? -1 : g.tile_rows(1));
+        cols.values.push_back(whole_cols ? -1 : g.tile_cols(1));
+      }
+      a.auxiliary = {rows, cols};
+    }
+    axes.push_back(std::move(a));
+  }
+  return axes;
+}
+
+// The runner's own columns, then the kind's.
 std::vector<ColumnDef> columns_for(const StudyKind& kind) {
-  std::vector<ColumnDef> c = {{"grid_index", ColumnDef::Type::i64, "1", "index of the point in the full grid"},
-                              {"point_key", ColumnDef::Type::str, "", "axis=value list identifying the point"},
-                              {"status", ColumnDef::Type::str, "", "ok, skipped (invalid combination) or failed (no finite result)"},
-                              {"skip_reason", ColumnDef::Type::str, "", "why the point was skipped or failed"}};
-  for (const AxisDef& d : kind.axes()) c.push_back({d.name, ColumnDef::Type::str, "", d.long_name});
+  using T = ColumnDef::Type;
+  std::vector<ColumnDef> c = {
+      {"status", T::str, "", "ok, skipped (invalid combination), failed (no finite result); empty: not run yet"},
+      {"reason", T::str, "", "why the point was skipped or failed (empty when ok)"},
+      {"operands", T::str, "", "where the operand values of the point come from"},
+      {"elapsed_seconds", T::f64, "s", "wall time of the point (operands, kernels and metrics)"}};
   for (const ColumnDef& r : kind.result_columns()) c.push_back(r);
   return c;
 }
 
-std::string short_description(const Point& p) {
-  std::string s;
-  for (const auto& [name, value] : p.values) s += (s.empty() ? "" : " ") + value;
-  return s;
+// "axis=value" for the axes that vary (the others say nothing about where the sweep is).
+std::vector<std::pair<std::string, std::string>> varying_values(const Point& p, const std::vector<GridAxis>& axes) {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    if (axes[a].values.size() > 1) v.push_back(p.values[a]);
+  return v;
 }
 
 // The largest point of the grid must fit in the memory this machine has.
@@ -126,27 +169,32 @@ void create_parent_directories(const std::filesystem::path& out) {
 // --resume must not mix results computed from two versions of an input tensor file.
 void require_same_inputs(const ResultsFile& existing, const std::filesystem::path& out, const StudyKind& kind,
                          const std::vector<Point>& grid) {
-  bool has_sources = false;
-  for (const ColumnDef& c : existing.columns()) has_sources = has_sources || c.name == "operand_source";
-  if (!has_sources || existing.rows() == 0) return;
-  std::vector<std::string> now;
-  std::set<std::string> seen;
-  for (const Point& p : grid) {
-    const Row row = kind.skipped_row(p);
-    const auto it = row.find("operand_source");
-    if (it != row.end() && seen.insert(std::get<std::string>(it->second)).second) now.push_back(std::get<std::string>(it->second));
-  }
-  if (const auto changed = changed_input_file(input_file_hashes(existing.read_str("operand_source")), out.string(),
-                                              input_file_hashes(now), "the file now"))
+  if (!existing.has_column("operands")) return;
+  std::set<std::string> now;
+  for (const Point& p : grid) now.insert(kind.operand_provenance(p));
+  if (const auto changed = changed_input_file(input_file_hashes(existing.read_str("operands")), out.string(),
+                                              input_file_hashes({now.begin(), now.end()}), "the file now"))
     throw std::invalid_argument(*changed + "; --resume would mix results from two versions of it (start a new results file)");
 }
 
+// What `fp8lab run` says on Ctrl-C / SIGTERM: the exact command that completes the file.
+std::string resume_command(const StudySpec& spec, const std::filesystem::path& out, const RunOptions& options) {
+  return "fp8lab run " + spec.file.string() + " -o " + out.string() + " --resume" +
+         (options.shard_count > 1 ? " --shard " + shard_text(options) : "");
+}
+
+struct Evaluation {
+  std::int64_t failed = 0, evaluated = 0;
+};
+
+Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& grid, const std::vector<GridAxis>& axes,
+                           StudyKind& kind, Backend& backend, ResultsFile& results);
+
 }  // namespace
 
-void evaluate_points(const RunOptions& options, const std::vector<Point>& grid, StudyKind& kind, Backend& backend,
-                     const std::set<std::string>& done, ResultsFile& results);
+std::filesystem::path run_study(const RunOptions& options) { return run_study_summary(options).file; }
 
-std::filesystem::path run_study(const RunOptions& options) {
+RunSummary run_study_summary(const RunOptions& options) {
   const StudySpec spec = load_study_spec(options.spec);
   std::unique_ptr<StudyKind> kind = make_study_kind(spec.kind);
   if (!kind) {
@@ -159,13 +207,13 @@ std::filesystem::path run_study(const RunOptions& options) {
   const std::vector<Point> grid = expand_grid(spec, *kind);
   kind->check_grid(spec, grid);
   if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count)
-    throw std::invalid_argument("--shard " + std::to_string(options.shard_index) + "/" +
-                                std::to_string(options.shard_count) + " is not I/N with 0 <= I < N");
+    throw std::invalid_argument("--shard " + shard_text(options) + " is not I/N with 0 <= I < N");
   if (options.threads < 0 || options.threads > kMaxThreads)
     throw std::invalid_argument("--threads must be 0 (all cores) to " + std::to_string(kMaxThreads) + ", got " +
                                 std::to_string(options.threads));
   require_grid_fits(spec, *kind, grid, options.ignore_memory_limit);
   const std::unique_ptr<Backend> backend = select_backend(options.backend, /*needs_gemm=*/true);
+  const std::vector<GridAxis> axes = grid_axes(spec, *kind);
 
   std::filesystem::path out = options.out;
   if (out.empty()) {
@@ -174,7 +222,6 @@ std::filesystem::path run_study(const RunOptions& options) {
                                                                      std::to_string(options.shard_count) + ".h5"
                                                                : ".h5"));
   }
-  std::set<std::string> done;
   bool created = false;
   ResultsFile results = [&] {
     if (options.resume) {
@@ -182,25 +229,31 @@ std::filesystem::path run_study(const RunOptions& options) {
       if (r.root_attribute("spec_sha256") != sha256_hex(spec.text))
         throw std::invalid_argument(out.string() + ": was written from a different spec than " + spec.file.string() +
                                     "; --resume needs the same spec");
+      if (r.root_attribute("shard") != shard_text(options))
+        throw std::invalid_argument(out.string() + ": holds shard " + r.root_attribute("shard") + ", not --shard " +
+                                    shard_text(options));
       require_same_inputs(r, out, *kind, grid);
-      for (const std::string& k : r.read_str("point_key")) done.insert(k);
+      r.set_root_attribute("history", r.root_attribute("history") + "\n" + utc_now() + ": " + command_line());
       return r;
     }
     if (std::filesystem::exists(out))
       throw std::invalid_argument(out.string() + ": exists; use --resume to complete it, or remove it");
     if (out.has_parent_path()) create_parent_directories(out);
     created = true;
-    return ResultsFile::create(out, columns_for(*kind), provenance(spec, *kind, *backend, grid, options));
+    const auto total = static_cast<std::int64_t>(grid.size());
+    return ResultsFile::create(out, axes, columns_for(*kind), provenance(spec, *kind, *backend, axes, total, options),
+                               {{"points_total", total}, {"points_done", 0}});
   }();
   // SIGINT / SIGTERM stop at once (the file holds every finished point) and say how to go on.
-  set_interrupt_note("; " + out.string() + " keeps every finished point: fp8lab run " + spec.file.string() + " -o " +
-                     out.string() + " --resume completes it");
+  set_interrupt_note("; " + out.string() + " keeps every finished point and is resumable: " +
+                     resume_command(spec, out, options));
+  Evaluation e;
   try {
-    evaluate_points(options, grid, *kind, *backend, done, results);
+    e = evaluate_points(options, grid, axes, *kind, *backend, results);
   } catch (...) {
     // A command that fails leaves no new file behind: a results file it created holding no
     // point is removed (one with points is kept: --resume completes it).
-    if (created && results.rows() == 0) {
+    if (created && results.root_counter("points_done").value_or(0) == 0) {
       results.close();
       std::error_code ignored;
       std::filesystem::remove(out, ignored);
@@ -208,49 +261,82 @@ std::filesystem::path run_study(const RunOptions& options) {
     throw;
   }
   set_interrupt_note("");
-  return out;
+  RunSummary summary;
+  summary.file = out;
+  summary.points_total = static_cast<std::int64_t>(grid.size());
+  summary.points_done = results.root_counter("points_done").value_or(0);
+  summary.evaluated = e.evaluated;
+  summary.failed = e.failed;
+  summary.complete = results.root_attribute("complete") == "true";
+  return summary;
 }
 
-void evaluate_points(const RunOptions& options, const std::vector<Point>& grid, StudyKind& kind, Backend& backend,
-                     const std::set<std::string>& done, ResultsFile& results) {
+namespace {
 
+// Fill values for the columns a skipped row leaves out.
+Row completed(Row row, const std::vector<ColumnDef>& columns) {
+  for (const ColumnDef& c : columns) {
+    if (row.contains(c.name)) continue;
+    if (c.extra) row[c.name] = std::vector<double>(c.extra->size(), std::numeric_limits<double>::quiet_NaN());
+    else if (c.type == ColumnDef::Type::f64) row[c.name] = std::numeric_limits<double>::quiet_NaN();
+    else if (c.type == ColumnDef::Type::i64) row[c.name] = kMissingInteger;
+    else row[c.name] = std::string();
+  }
+  return row;
+}
+
+Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& grid, const std::vector<GridAxis>& axes,
+                           StudyKind& kind, Backend& backend, ResultsFile& results) {
+  const std::vector<std::string> status = results.read_str("status");
+  std::int64_t done = 0;
+  for (const std::string& s : status) done += !s.empty();
   std::vector<std::int64_t> todo;
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(grid.size()); ++i)
-    if (i % options.shard_count == options.shard_index && !done.contains(grid[static_cast<std::size_t>(i)].key()))
-      todo.push_back(i);
-  Progress progress(static_cast<std::int64_t>(todo.size()), options.quiet);
+    if (i % options.shard_count == options.shard_index && status[static_cast<std::size_t>(i)].empty()) todo.push_back(i);
+  std::vector<double> cost;
+  double total_cost = 0;
+  for (std::int64_t i : todo) total_cost += cost.emplace_back(std::max(kind.point_cost(grid[static_cast<std::size_t>(i)]), 0.0));
+  Progress progress(static_cast<std::int64_t>(todo.size()), total_cost, options.quiet);
   const RunContext context{options.threads, &backend};
-  std::int64_t failed = 0;
+  const std::vector<ColumnDef> columns = results.columns();
+  Evaluation e;
+  double cost_done = 0;
   for (std::size_t t = 0; t < todo.size(); ++t) {
     const Point& point = grid[static_cast<std::size_t>(todo[t])];
-    progress.begin_point(static_cast<std::int64_t>(t), short_description(point));
+    progress.begin_point(static_cast<std::int64_t>(t), cost_done, varying_values(point, axes));
+    const auto start = std::chrono::steady_clock::now();
     const std::optional<std::string> skip = kind.skip_reason(point, backend);
-    std::string status = skip ? "skipped" : "ok", reason = skip.value_or("");
+    std::string point_status = skip ? "skipped" : "ok", reason = skip.value_or("");
     Row row;
     if (skip) {
-      row = kind.skipped_row(point);
+      row = completed(kind.skipped_row(point), columns);
     } else {
       try {
         row = kind.evaluate(point, context);
-      } catch (const PointFailure& e) {  // no number to record: say why instead
-        row = kind.skipped_row(point);
-        status = "failed";
-        reason = e.what();
-        ++failed;
+      } catch (const PointFailure& failure) {  // no number to record: say why instead
+        row = completed(kind.skipped_row(point), columns);
+        point_status = "failed";
+        reason = failure.what();
+        ++e.failed;
       }
     }
-    row["grid_index"] = todo[t];
-    row["point_key"] = point.key();
-    row["status"] = status;
-    row["skip_reason"] = reason;
-    for (const auto& [axis, value] : point.values) row[axis] = value;
-    results.append(row);
+    row["status"] = point_status;
+    row["reason"] = reason;
+    row["operands"] = kind.operand_provenance(point);
+    row["elapsed_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    results.write_point(todo[t], row, {{"points_done", ++done}});
+    ++e.evaluated;
+    cost_done += cost[t];
   }
   progress.finish(static_cast<std::int64_t>(todo.size()));
   results.set_root_attribute("utc_end", utc_now());
-  if (failed > 0)
-    std::fprintf(stderr, "fp8lab: %lld of %zu points failed (status \"failed\", the reason in skip_reason)\n",
-                 static_cast<long long>(failed), todo.size());
+  results.set_root_attribute("complete", done == static_cast<std::int64_t>(grid.size()) ? "true" : "false");
+  if (e.failed > 0)
+    std::fprintf(stderr, "fp8lab: %lld of %zu points failed (status \"failed\", the reason in `reason`)\n",
+                 static_cast<long long>(e.failed), todo.size());
+  return e;
 }
+
+}  // namespace
 
 }  // namespace fp8lab

@@ -19,6 +19,10 @@ struct AxisDef {
   std::string name;
   std::vector<std::string> defaults;  // used when the spec does not list the axis
   std::string long_name;
+  // How the results file stores the values (harness/results/results_file.hpp): strings unless
+  // said otherwise; integer axes (seed, K, tokens) as int64, "promotion" as int64 with "never"
+  // = 0, granularity axes as strings plus their tile sizes as int64 coordinates.
+  AxisStorage storage = AxisStorage::string;
 };
 
 // One grid point: a value for every axis of the kind, in the kind's axis order.
@@ -64,15 +68,25 @@ class StudyKind {
   virtual void check_grid(const StudySpec& spec, const std::vector<Point>& points) const = 0;
   // Why a point is an invalid combination, or one this backend cannot run; nothing when it runs.
   virtual std::optional<std::string> skip_reason(const Point& point, const Backend& backend) const = 0;
-  // Columns the kind writes besides the axes: derived numbers and metrics.
+  // Columns the kind writes besides the axes: derived numbers and metrics (a column may have
+  // an extra trailing dimension: ColumnDef::extra, its Value a std::vector<double>). The runner
+  // adds status, reason, operands and elapsed_seconds itself.
   virtual std::vector<ColumnDef> result_columns() const = 0;
-  // The values of result_columns() for one point (NaN / 0 for a skipped point).
+  // The values of result_columns() for one point: every column.
   virtual Row evaluate(const Point& point, const RunContext& context) = 0;
+  // What is known of a skipped or failed point (e.g. its shape); columns left out keep their
+  // fill value (NaN, INT64_MIN, "").
   virtual Row skipped_row(const Point& point) const = 0;
   // Peak memory of evaluating the point (the runner refuses a grid that cannot fit).
   virtual MemoryEstimate memory_estimate(const Point&) const { return {}; }
-  // Root attributes describing where operand values come from, etc.
+  // Root attribute: where operand values come from, for the study as a whole.
   virtual std::string operand_description() const = 0;
+  // Where this point's operand values come from, true for the point: "stories260K real tensor
+  // L3.w1 (sha256 ...)" or "synthetic gaussian, outlier_channels=16, ..., seed=3". Written to
+  // the `operands` variable; files named as "PATH (sha256 HEX)" are checked on --resume/merge.
+  virtual std::string operand_provenance(const Point&) const { return operand_description(); }
+  // Relative cost of evaluating the point (e.g. its FLOPs): weights the progress ETA.
+  virtual double point_cost(const Point&) const { return 1.0; }
 };
 
 std::unique_ptr<StudyKind> make_study_kind(const std::string& name);  // nullptr when unknown

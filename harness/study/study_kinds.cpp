@@ -4,13 +4,19 @@
 namespace fp8lab {
 
 std::unique_ptr<StudyKind> make_gemm_study();
+std::unique_ptr<StudyKind> make_recompute_study();
+std::unique_ptr<StudyKind> make_loss_scaling_study();
+std::unique_ptr<StudyKind> make_scale_trajectory_study();
 
 namespace {
 struct Entry {
   const char* name;
   std::unique_ptr<StudyKind> (*make)();
 };
-constexpr Entry kKinds[] = {{"gemm", make_gemm_study}};
+constexpr Entry kKinds[] = {{"gemm", make_gemm_study},
+                             {"recompute", make_recompute_study},
+                             {"loss_scaling", make_loss_scaling_study},
+                             {"scale_trajectory", make_scale_trajectory_study}};
 }  // namespace
 
 std::unique_ptr<StudyKind> make_study_kind(const std::string& name) {

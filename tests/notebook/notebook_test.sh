@@ -1,15 +1,88 @@
 #!/usr/bin/env bash
 # Executes notebooks/STUDY.ipynb headless (jupyter nbconvert, Debian's python3 kernel) on a
-# small sweep shaped like the study, and checks that it saved its figure.
+# small sweep shaped like the study, and checks that
+#   1. notebooks/fp8lab_results.py reads the sweep's file as the contract's grid
+#      (check_grid.py: axes, order, types, every point, an interrupted copy);
+#   2. the notebook ran against that grid without an error output;
+#   3. it saved every figure it is listed with below (and no other), as PNG files;
+#   4. for the default study, on an interrupted copy of the file, it still runs and marks
+#      its figure incomplete.
 # Usage: notebook_test.sh STUDY FIGURE.png PATH/TO/fp8lab SOURCE_DIR
+# (FIGURE is the one tests/CMakeLists.txt names; it must be among the study's list.)
 set -euo pipefail
 study=$1 figure=$2 fp8lab=$3 source_dir=$4
+python=/usr/bin/python3  # Debian's, which sees python3-xarray & co. (FACTS.md)
+
+# Every figure each notebook saves.
+declare -A figures_of=(
+  [default]="default_errors_by_recipe.png"
+  [accumulation_k]="accumulation_k.png"
+  [promotion_interval]="promotion_interval.png"
+  [real_layers]="real_layers.png"
+  [tile_size]="tile_size.png"
+)
+expected=${figures_of[$study]:-}
+[[ -n "$expected" ]] || { echo "FAIL: no figure list for study $study in $0" >&2; exit 1; }
+[[ " $expected " == *" $figure "* ]] || { echo "FAIL: $figure is not in $study's list ($expected)" >&2; exit 1; }
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 command -v jupyter >/dev/null || { echo "FAIL: jupyter nbconvert missing (bash .ci/deps)" >&2; exit 1; }
 "$fp8lab" run "$source_dir/tests/notebook/${study}_small.toml" -o "$work/results.h5" --quiet >/dev/null
-FP8LAB_RESULTS="$work/results.h5" FP8LAB_FIGURES="$work/figures" \
-  jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=300 --output-dir "$work" \
-  "$source_dir/notebooks/$study.ipynb" >"$work/log" 2>&1 || { cat "$work/log" >&2; echo "FAIL: $study.ipynb did not run" >&2; exit 1; }
-[[ -s "$work/figures/$figure" ]] || { echo "FAIL: $study.ipynb saved no $figure" >&2; exit 1; }
-echo "PASS [$study notebook]"
+"$python" "$source_dir/tests/notebook/check_grid.py" "$work/results.h5" "$source_dir"
+
+# run_notebook RESULTS FIGURES_DIR: executes the notebook; fails on a cell error or an error
+# output, and prints the notebook's text output for the checks below.
+run_notebook() {
+  local out=$work/executed
+  rm -rf "$out" && mkdir -p "$out"
+  FP8LAB_RESULTS=$1 FP8LAB_FIGURES=$2 \
+    jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=300 --output-dir "$out" \
+    "$source_dir/notebooks/$study.ipynb" >"$work/log" 2>&1 || { cat "$work/log" >&2; echo "FAIL: $study.ipynb did not run" >&2; return 1; }
+  "$python" - "$out/$study.ipynb" <<'EOF'
+import json, sys
+cells = json.load(open(sys.argv[1]))["cells"]
+outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+errors = [o for o in outputs if o["output_type"] == "error"]
+if errors:
+    sys.exit(f"FAIL: the notebook has an error output: {errors[0]['ename']}: {errors[0]['evalue']}")
+print("".join("".join(o.get("text", "")) for o in outputs if o["output_type"] == "stream"))
+EOF
+}
+
+text=$(run_notebook "$work/results.h5" "$work/figures")
+grep -q "layout .*grid; dimensions" <<<"$text" || { echo "$text" >&2; echo "FAIL: $study.ipynb did not report reading a grid" >&2; exit 1; }
+layout=$(grep -o "layout [^;]*" <<<"$text" | head -1)
+for png in $expected; do
+  [[ -s "$work/figures/$png" ]] || { echo "FAIL: $study.ipynb saved no $png" >&2; exit 1; }
+  [[ "$(head -c 8 "$work/figures/$png" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] ||
+    { echo "FAIL: $study.ipynb: $png is not a PNG file" >&2; exit 1; }
+done
+saved=$(cd "$work/figures" && ls | sort | tr '\n' ' ')
+[[ "$saved" == "$(tr ' ' '\n' <<<"$expected" | sort | tr '\n' ' ')" ]] ||
+  { echo "FAIL: $study.ipynb saved [$saved], its list is [$expected] (update the list in $0)" >&2; exit 1; }
+
+if [[ $study == default ]]; then
+  # An interrupted run: its first half of points only (flat layout: the first rows and no
+  # end time; grid layout: the other points back to their fill, complete = "false").
+  "$python" -c '
+import sys, numpy as np, xarray as xr
+ds = xr.open_dataset(sys.argv[1], engine="h5netcdf").load()
+if "run" in ds.dims:
+    part = ds.isel(run=slice(0, ds.sizes["run"] // 2))
+    part.attrs["utc_end"] = ""
+else:
+    part = ds.copy(deep=True)
+    unfinished = np.arange(part.status.size).reshape(part.status.shape) >= part.status.size // 2
+    for name, v in part.data_vars.items():
+        if v.dims[:unfinished.ndim] == part.status.dims:
+            mask = xr.DataArray(unfinished, dims=part.status.dims)
+            part[name] = v.where(~mask, "" if v.dtype == object else np.nan)
+    part.attrs["complete"] = "false"
+part.to_netcdf(sys.argv[2], engine="h5netcdf")' "$work/results.h5" "$work/interrupted.h5"
+  text=$(run_notebook "$work/interrupted.h5" "$work/figures-interrupted")
+  grep -q "complete = false" <<<"$text" && grep -q "marked INCOMPLETE" <<<"$text" ||
+    { echo "$text" >&2; echo "FAIL: $study.ipynb did not mark an interrupted file incomplete" >&2; exit 1; }
+  [[ -s "$work/figures-interrupted/$figure" ]] || { echo "FAIL: no $figure from an interrupted file" >&2; exit 1; }
+fi
+echo "PASS [$study notebook] ($layout; saved $expected)"

@@ -77,3 +77,24 @@ TEST_CASE("memory ledger: host buffers are real, aligned, and counted exactly un
   CHECK(ledger.peak(MemoryCategory::workspace) <= 4 * 64);
   CHECK(ledger.peak(MemoryCategory::workspace) >= 64);
 }
+
+TEST_CASE("memory ledger: phases record their own peaks from what is live when they begin") {
+  MemoryLedger ledger(nullptr);
+  DeviceBuffer w = ledger.allocate(1000, MemoryCategory::weights);
+  ledger.begin_phase("forward");
+  DeviceBuffer a = ledger.allocate(300, MemoryCategory::saved_activations);
+  { DeviceBuffer ws = ledger.allocate(50, MemoryCategory::workspace); }
+  ledger.begin_phase("backward");
+  a = DeviceBuffer();
+  DeviceBuffer g = ledger.allocate(100, MemoryCategory::gradients);
+  const std::vector<PhasePeaks> p = ledger.phases();
+  REQUIRE(p.size() == 2);
+  CHECK(p[0].name == "forward");
+  CHECK(p[0].peak_total == 1350);
+  CHECK(p[0].peak_of(MemoryCategory::weights) == 1000);  // live at the start counts
+  CHECK(p[0].peak_of(MemoryCategory::workspace) == 50);
+  CHECK(p[1].peak_total == 1300);                        // 1000 + 300 live when it began
+  CHECK(p[1].peak_of(MemoryCategory::gradients) == 100);
+  CHECK(p[1].peak_of(MemoryCategory::saved_activations) == 300);
+  CHECK(std::string(memory_category_name(MemoryCategory::recompute_workspace)) == "recompute_workspace");
+}

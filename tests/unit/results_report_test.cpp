@@ -18,18 +18,17 @@ constexpr const char* kMetrics[] = {"total_rel_frobenius", "total_sqnr_db",  "to
 constexpr std::int64_t kK = 4096;
 constexpr double kRms = 50.0;
 
-// One point with K = 4096 (eta ~ 1.2e-10) and the given metric values.
+// One point (axis layer = "x") with K = 4096 (eta ~ 1.2e-10) and the given metric values.
 void write_results(const std::filesystem::path& file, const std::map<std::string, double>& metrics) {
-  std::vector<ColumnDef> columns = {{"grid_index", ColumnDef::Type::i64, "1", "index in the grid"},
-                                    {"point_key", ColumnDef::Type::str, "", "point"},
-                                    {"status", ColumnDef::Type::str, "", "status"},
+  std::vector<ColumnDef> columns = {{"status", ColumnDef::Type::str, "", "status"},
                                     {"k", ColumnDef::Type::i64, "1", "K"},
                                     {"reference_rms", ColumnDef::Type::f64, "1", "RMS of the reference"}};
   for (const auto& [name, value] : metrics) columns.push_back({name, ColumnDef::Type::f64, "1", name});
-  ResultsFile f = ResultsFile::create(file, columns, {{"study", "floors"}});
-  Row row = {{"grid_index", std::int64_t{0}}, {"point_key", std::string("layer=x")}, {"status", std::string("ok")}, {"k", kK}, {"reference_rms", kRms}};
+  ResultsFile f = ResultsFile::create(file, {{"layer", "layer", AxisStorage::string, {"x"}, {}}}, columns,
+                                      {{"study_name", "floors"}, {"study_kind", "gemm"}});
+  Row row = {{"status", std::string("ok")}, {"k", kK}, {"reference_rms", kRms}};
   for (const auto& [name, value] : metrics) row[name] = value;
-  f.append(row);
+  f.write_point(0, row);
 }
 
 // Noise-level values: an error that is exactly zero in exact arithmetic (dequantized ==
@@ -98,7 +97,7 @@ TEST_CASE("compare: a regression above the floor is worse, with the floor shown"
   REQUIRE(c.worse.size() == 6);
   char floor[32];
   std::snprintf(floor, sizeof floor, "%.4g", noise_floor("total_rel_frobenius", 1e-7, eta, kRms));
-  CHECK_THAT(c.table(), Catch::Matches("(.|\n)*total_rel_frobenius +1e-07 +1.2e-07 +20% +" + std::string(floor) + " +layer=x(.|\n)*"));
+  CHECK_THAT(c.table(), Catch::Matches("(.|\n)*total_rel_frobenius +1e-07 +1.2e-07 +\\+20% +" + std::string(floor) + " +layer=x(.|\n)*"));
 
   // From the noise level to a real error: worse, however small the baseline.
   std::map<std::string, double> noise = noise_level(), broken = noise_level();
@@ -126,4 +125,95 @@ TEST_CASE("compare: a baseline column missing from NEW is reported, not skipped"
   const Comparison reverse = compare_results(dir / "next.h5", dir / "base.h5", 1e-6);
   CHECK(reverse.worse.empty());
   CHECK(reverse.new_columns == std::vector<std::string>{"total_cosine"});
+}
+
+namespace {
+
+// A 2 x 2 grid (accum x promotion) of one metric; `status` per point ("" = not run); shard i/n.
+void write_grid(const std::filesystem::path& file, const std::vector<std::string>& promotions,
+                const std::vector<std::string>& status, const std::string& shard = "0/1", double scale = 1.0) {
+  const std::vector<GridAxis> axes = {{"accum", "accumulation", AxisStorage::string, {"hopper", "fp32"}, {}},
+                                      {"promotion", "N_C", AxisStorage::promotion, promotions, {}}};
+  ResultsFile f = ResultsFile::create(file, axes,
+                                      {{"status", ColumnDef::Type::str, "", "status"},
+                                       {"total_rel_frobenius", ColumnDef::Type::f64, "1", "error"},
+                                       {"total_sqnr_db", ColumnDef::Type::f64, "dB", "SQNR"}},
+                                      {{"study_name", "g"}, {"study_kind", "gemm"}, {"spec_sha256", "s"}, {"shard", shard}});
+  for (std::int64_t p = 0; p < f.points(); ++p)
+    if (!status[static_cast<std::size_t>(p)].empty())
+      f.write_point(p, {{"status", status[static_cast<std::size_t>(p)]},
+                        {"total_rel_frobenius", scale * 0.01 * static_cast<double>(p + 1)},
+                        {"total_sqnr_db", 40.0 - 20.0 * std::log10(scale)}});
+}
+
+}  // namespace
+
+TEST_CASE("report: groups by every varying axis by default; a subset names what it averaged over") {
+  test::TempDir dir;
+  write_grid(dir / "g.h5", {"128", "never"}, {"ok", "ok", "ok", "ok"});
+  const std::string all = report_table(dir / "g.h5");
+  INFO(all);
+  CHECK_THAT(all, !Catch::Contains("AVERAGED"));
+  CHECK_THAT(all, Catch::Matches("(.|\n)*\nfp32 +never +ok +0.04 +40(.|\n)*"));  // point (fp32, never): 4th
+  const std::string by = report_table(dir / "g.h5", {"promotion"});
+  INFO(by);
+  CHECK_THAT(by, Catch::Contains("AVERAGED OVER accum (2 values)"));
+  // promotion 128: points 1 and 3 (0.01, 0.03): mean 0.02.
+  CHECK_THAT(by, Catch::Matches("(.|\n)*\n128 +2 +0.02 +0.01 +0.03(.|\n)*"));
+  CHECK_THROWS_WITH(report_table(dir / "g.h5", {"layer"}), Catch::Contains("no axis 'layer'"));
+}
+
+TEST_CASE("compare: another grid is one error; points only in NEW are listed; dB changes in dB") {
+  test::TempDir dir;
+  write_grid(dir / "base.h5", {"128", "never"}, {"ok", "ok", "ok", "ok"});
+  write_grid(dir / "other.h5", {"64", "never"}, {"ok", "ok", "ok", "ok"});
+  CHECK_THROWS_WITH(compare_results(dir / "base.h5", dir / "other.h5", 1e-6),
+                    Catch::Contains("axis 'promotion': the baseline's values 128 are not in NEW"));
+  write_results(dir / "one.h5", noise_level());
+  CHECK_THROWS_WITH(compare_results(dir / "base.h5", dir / "one.h5", 1e-6), Catch::Contains("different axes"));
+  // NEW: a superset grid (an extra promotion value), every error doubled (SQNR down 6.02 dB).
+  const std::vector<GridAxis> axes = {{"accum", "a", AxisStorage::string, {"hopper", "fp32"}, {}},
+                                      {"promotion", "N_C", AxisStorage::promotion, {"128", "never", "32"}, {}}};
+  {
+    ResultsFile f = ResultsFile::create(dir / "more.h5", axes,
+                                        {{"status", ColumnDef::Type::str, "", "status"},
+                                         {"total_rel_frobenius", ColumnDef::Type::f64, "1", "error"},
+                                         {"total_sqnr_db", ColumnDef::Type::f64, "dB", "SQNR"}},
+                                        {{"study_kind", "gemm"}});
+    for (std::int64_t p = 0; p < 6; ++p) {
+      const std::int64_t base_index = (p / 3) * 2 + p % 3;  // the same point in the 2 x 2 baseline
+      f.write_point(p, {{"status", std::string("ok")},
+                        {"total_rel_frobenius", 2 * 0.01 * static_cast<double>(base_index + 1)},
+                        {"total_sqnr_db", 40.0 - 20.0 * std::log10(2.0)}});
+    }
+  }
+  const Comparison c = compare_results(dir / "base.h5", dir / "more.h5", 1e-6);
+  INFO(c.table());
+  CHECK(c.new_points == std::vector<std::string>{"accum=hopper promotion=32", "accum=fp32 promotion=32"});
+  CHECK(c.worse.size() == 8);  // 4 points x 2 metrics
+  CHECK_THAT(c.table(), Catch::Contains("-6.02 dB") && Catch::Contains("+100%"));
+  CHECK(c.json["regression"] == true);
+  CHECK(c.json["worse"][0]["change_unit"].is_string());
+}
+
+TEST_CASE("merge: refuses a missing, duplicated or incomplete shard unless allowed; a full set equals one run") {
+  test::TempDir dir;
+  write_grid(dir / "s0.h5", {"128", "never"}, {"ok", "", "ok", ""}, "0/2");
+  write_grid(dir / "s1.h5", {"128", "never"}, {"", "ok", "", ""}, "1/2");  // its point 3 not run
+  write_grid(dir / "s1full.h5", {"128", "never"}, {"", "ok", "", "ok"}, "1/2");
+  CHECK_THROWS_WITH(merge_results(dir / "m.h5", {dir / "s0.h5"}), Catch::Contains("shard 1/2 is missing"));
+  CHECK_THROWS_WITH(merge_results(dir / "m.h5", {dir / "s0.h5", dir / "s0.h5", dir / "s1full.h5"}),
+                    Catch::Contains("duplicated"));
+  CHECK_THROWS_WITH(merge_results(dir / "m.h5", {dir / "s0.h5", dir / "s1.h5"}),
+                    Catch::Contains("is incomplete (1 of its points not run"));
+  CHECK(!std::filesystem::exists(dir / "m.h5"));
+  const MergeSummary partial = merge_results(dir / "p.h5", {dir / "s0.h5", dir / "s1.h5"}, /*allow_partial=*/true);
+  CHECK(partial.points_done == 3);
+  CHECK(ResultsFile::open(dir / "p.h5", false).root_attribute("complete") == "false");
+  merge_results(dir / "m.h5", {dir / "s1full.h5", dir / "s0.h5"});
+  write_grid(dir / "full.h5", {"128", "never"}, {"ok", "ok", "ok", "ok"});
+  const ResultsFile merged = ResultsFile::open(dir / "m.h5", false), full = ResultsFile::open(dir / "full.h5", false);
+  CHECK(merged.read_f64("total_rel_frobenius") == full.read_f64("total_rel_frobenius"));
+  CHECK(merged.read_str("status") == full.read_str("status"));
+  CHECK(merged.root_attribute("complete") == "true");
 }

@@ -1,0 +1,79 @@
+#pragma once
+// One quantized GEMM as `fp8lab gemm` and the Python module's fp8lab.gemm run it: the options
+// in their text spellings with their defaults (one place: the CLI's --help shows them and the
+// Python keywords take them), their parsing, and the run on FP32 operands already in memory.
+// Both front ends call this, so they refuse the same mistakes with the same messages and
+// compute the same bits.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "harness/gemm_errors.hpp"
+#include "kernels/backend.hpp"
+#include "kernels/gemm_config.hpp"
+#include "kernels/quantization.hpp"
+
+namespace fp8lab {
+
+struct GemmRequest {
+  std::string a_granularity = "tile:1x128";
+  std::string b_granularity = "block:128x128";
+  std::string format = "e4m3";
+  std::string scale = "fp32";
+  std::string accum = "hopper";
+  std::string promotion = "128";
+  std::string output = "fp32";
+  int threads = 0;  // 0: all cores
+  std::string backend = "auto";
+  bool ignore_memory_limit = false;
+};
+
+// A row-major FP32 operand the caller owns; `label` names it in messages (a file path in the
+// CLI, the argument name in Python).
+struct GemmOperand {
+  std::span<const float> values;
+  std::int64_t rows = 0, cols = 0;
+  std::string label;
+};
+
+struct GemmResult {
+  QuantizedTensor qa, qb;
+  GemmPlan plan;
+  Backend::GemmRoute route;
+  std::vector<float> out;  // rows.size() x cols.size() (all when empty), row-major
+  double seconds = 0;      // of the GEMM alone
+  std::optional<GemmErrors> errors;
+};
+
+class GemmJob {
+ public:
+  // Parses every option and selects the backend; throws std::invalid_argument saying why.
+  explicit GemmJob(const GemmRequest& request);
+
+  Fp8Format format() const { return format_; }
+  ScaleRule scale_rule() const { return scale_rule_; }
+  const GemmConfig& config() const { return config_; }
+  const Granularity& a_granularity() const { return a_granularity_; }
+  const Granularity& b_granularity() const { return b_granularity_; }
+  Backend& backend() const { return *backend_; }
+
+  // Checks that A (M x K) and B (N x K) share K and that the work fits in memory, quantizes
+  // both, refuses an invalid combination (plan_gemm, the backend's own limits), and computes
+  // the selected outputs (rows, cols: sorted indices, empty = all), with gemm_errors when
+  // asked. Throws std::invalid_argument for every refusal.
+  GemmResult run(const GemmOperand& a, const GemmOperand& b, const std::vector<std::int64_t>& rows,
+                 const std::vector<std::int64_t>& cols, bool with_errors) const;
+
+ private:
+  GemmRequest request_;
+  Fp8Format format_;
+  ScaleRule scale_rule_;
+  GemmConfig config_;
+  Granularity a_granularity_, b_granularity_;
+  std::unique_ptr<Backend> backend_;
+};
+
+}  // namespace fp8lab

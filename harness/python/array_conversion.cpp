@@ -1,0 +1,94 @@
+#include "harness/python/array_conversion.hpp"
+
+#include "data/tensor_io/npy.hpp"
+#include "data/tensor_io/tensor.hpp"
+#include "harness/operand_checks.hpp"
+
+namespace fp8lab::python {
+namespace {
+
+py::array as_ndarray(py::handle object) {
+  if (py::isinstance<py::array>(object)) return py::reinterpret_borrow<py::array>(object);
+  py::module_ numpy = py::module_::import("numpy");
+  if (py::hasattr(object, "__dlpack__")) return numpy.attr("from_dlpack")(object);
+  return numpy.attr("asarray")(object);
+}
+
+std::vector<std::int64_t> shape_of(const py::array& array) {
+  return std::vector<std::int64_t>(array.shape(), array.shape() + array.ndim());
+}
+
+// The dtype as a .npy header spells it ('<f4', or "[('bf16', '<u2')]" for a structured one),
+// so that it is refused exactly as a file of it would be.
+std::string npy_descr(const py::array& array) {
+  const py::object dtype = array.attr("dtype");
+  if (!dtype.attr("names").is_none()) return py::str(dtype.attr("descr"));
+  return py::str(dtype.attr("str"));
+}
+
+bool readable_in_place(const py::array& array) {
+  const py::object flags = array.attr("flags");
+  return flags.attr("c_contiguous").cast<bool>() && flags.attr("aligned").cast<bool>();
+}
+
+py::array contiguous(const py::array& array) {
+  return py::module_::import("numpy").attr("ascontiguousarray")(array);
+}
+
+}  // namespace
+
+FlatArray<float> float32_values(py::handle object, const std::string& label) {
+  FlatArray<float> out;
+  py::array array = as_ndarray(object);
+  out.shape = shape_of(array);
+  DType dtype{};
+  try {
+    dtype = npy_descr_dtype(npy_descr(array), label);
+    if (dtype != DType::f32) {
+      const py::array bytes = contiguous(array);
+      out.converted = to_float32(dtype, {static_cast<const std::byte*>(bytes.data()), static_cast<std::size_t>(bytes.nbytes())},
+                                 label);
+      out.values = out.converted;
+      return out;
+    }
+  } catch (const TensorFileError& e) {
+    throw py::type_error(e.what());
+  }
+  out.owner = readable_in_place(array) ? array : contiguous(array);
+  const auto owner = py::reinterpret_borrow<py::array>(out.owner);
+  out.values = {static_cast<const float*>(owner.data()), static_cast<std::size_t>(owner.size())};
+  return out;
+}
+
+FlatArray<float> float32_matrix(py::handle object, const std::string& label) {
+  FlatArray<float> out = float32_values(object, label);
+  require_matrix(Tensor{DType::f32, out.shape, {}}, label);
+  require_finite(out.values, out.shape[1], label);
+  return out;
+}
+
+std::optional<FlatArray<double>> float64_values(py::handle object, const std::string& label) {
+  py::array array = as_ndarray(object);
+  try {
+    if (npy_descr_dtype(npy_descr(array), label) != DType::f64) return std::nullopt;
+  } catch (const TensorFileError&) {
+    return std::nullopt;
+  }
+  FlatArray<double> out;
+  out.shape = shape_of(array);
+  out.owner = readable_in_place(array) ? array : contiguous(array);
+  const auto owner = py::reinterpret_borrow<py::array>(out.owner);
+  out.values = {static_cast<const double*>(owner.data()), static_cast<std::size_t>(owner.size())};
+  return out;
+}
+
+void add_array_bindings(py::module_& m) {
+  m.def(
+      "_operand_address",
+      [](const py::object& x) { return reinterpret_cast<std::uintptr_t>(float32_values(x, "x").values.data()); },
+      py::arg("x"),
+      "The address of the float32 data the kernels would read for x (tests: equal to x.ctypes.data when x "
+      "is read in place, different when it was copied or converted)");
+}
+
+}  // namespace fp8lab::python

@@ -1,0 +1,11 @@
+#pragma once
+// Each function group of the fp8lab module registers itself here (module.cpp calls them).
+#include <pybind11/pybind11.h>
+
+namespace fp8lab::python {
+
+void add_quantize_bindings(pybind11::module_& m);
+void add_gemm_bindings(pybind11::module_& m);
+void add_metrics_bindings(pybind11::module_& m);
+
+}  // namespace fp8lab::python

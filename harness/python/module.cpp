@@ -1,0 +1,33 @@
+// The `fp8lab` Python module: the quantizers, the emulated FP8 GEMM and the error metrics on
+// NumPy arrays, computing what the CLI computes (the options and their defaults are the CLI's:
+// harness/gemm_request.hpp, harness/quantize_request.hpp) and refusing what it refuses with
+// its message: ValueError for a bad value, TypeError for a wrong dtype.
+#include <pybind11/pybind11.h>
+
+#include "data/tensor_io/tensor.hpp"
+#include "harness/python/array_conversion.hpp"
+#include "harness/python/bindings.hpp"
+
+PYBIND11_MODULE(fp8lab, m) {
+  m.doc() =
+      "fp8lab: FP8 quantization (tile/block/row/tensor scales, E4M3/E5M2) and the bit-exact CPU emulation of "
+      "Hopper's FP8 tensor-core GEMM, on NumPy arrays.\n\n"
+      "Inputs: a C-contiguous float32 array is read in place; any other layout or float dtype (float64, "
+      "float16, bf16 as [('bf16', '<u2')]) is converted once, as the CLI converts a .npy file; objects with "
+      "__dlpack__ (torch CPU tensors) are taken through numpy.from_dlpack without a copy. Outputs are new "
+      "NumPy arrays. Keyword defaults are the CLI's, so fp8lab.gemm(a, b) gives the bits of "
+      "`fp8lab gemm --a a.npy --b b.npy --out c.npy`.";
+  m.attr("__version__") = FP8LAB_VERSION;
+  // A tensor problem is a bad value (the CLI's exit 2), whatever its source.
+  pybind11::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const fp8lab::TensorFileError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  fp8lab::python::add_array_bindings(m);
+  fp8lab::python::add_quantize_bindings(m);
+  fp8lab::python::add_gemm_bindings(m);
+  fp8lab::python::add_metrics_bindings(m);
+}

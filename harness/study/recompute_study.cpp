@@ -1,0 +1,239 @@
+// Study kind "recompute": one training step (kernels/train) per point, under an activation
+// policy and a precision recipe, on a model: the memory/compute trade-off of activation
+// recomputation with the gradient error it costs (none for deterministic recompute; FP8
+// caching measured), against the FP64 reference.
+//
+// Axes: model (stories260K: real checkpoint and its real greedy tokens, allocating run; a
+// public preset llama3.1-8b/70b/405b, qwen2.5-72b: shapes-only), policy (activation_policy.hpp
+// specs), recipe (a named recipe or a TOML file relative to the spec, experiments/recipes/),
+// tokens (positions per step, micro-batch 1). Settings: [step] element_bytes (the counted
+// width of every tensor in shapes-only points, default 2: 16-bit), shapes_only (run the
+// stories260K points shapes-only too, default false), metrics (comma-separated subset that
+// must be measurable: asking a shapes-only point for an allocating-only metric is an error).
+//
+// Metrics: peak_bytes_<category> for every ledger category and peak_bytes_total,
+// saved_activation_bytes, activation_bytes_not_kept_fraction, recompute_flops_fraction,
+// layers_recomputed_fraction, layers_fully_recomputed_fraction, step_seconds, loss,
+// grad_rel_frobenius (all weight gradients vs FP64), grad_rel_frobenius_L<l> (block l, for
+// l < 5: stories260K's blocks), grad_rel_frobenius_vs_none (vs the `none` policy's gradients
+// under the same recipe: 0 for deterministic recompute, the FP8 caching error otherwise).
+// Allocating-only metrics are NaN at shapes-only points.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "harness/study/study_kind.hpp"
+#include "harness/train_recipe_toml.hpp"
+#include "harness/train_step_errors.hpp"
+#include "kernels/train/model_weights.hpp"
+#include "kernels/train/training_step.hpp"
+
+namespace fp8lab {
+namespace {
+
+using namespace fp8lab::train;
+
+constexpr int kBlockColumns = 5;
+constexpr const char* kRealModel = "stories260K";
+const std::set<std::string> kAllocatingOnly = {"loss", "grad_rel_frobenius", "grad_rel_frobenius_vs_none", "step_seconds"};
+
+bool is_number(const std::string& v) { return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos; }
+
+class RecomputeStudy final : public StudyKind {
+ public:
+  std::string name() const override { return "recompute"; }
+
+  std::vector<AxisDef> axes() const override {
+    return {{"model", {kRealModel}, "model (stories260K: real weights and tokens; public presets: shapes only)"},
+            {"policy", {"none"}, "activation policy (none, full, selective, deepseek, layers:r, budget:f, slices:S, tensors:...)"},
+            {"recipe", {"fp32"}, "precision recipe (a named one or a TOML file)"},
+            {"tokens", {"64"}, "positions per step (micro-batch 1)"}};
+  }
+
+  void validate_value(const std::string& axis, const std::string& v) const override {
+    if (axis == "model") model_preset(v);
+    else if (axis == "tokens") {
+      if (!is_number(v) || std::stoll(v) < 2 || std::stoll(v) > 1 << 20)
+        throw std::invalid_argument("tokens '" + v + "' is not an integer in [2, 1048576]");
+    } else if (axis == "policy" && !v.starts_with("slices:")) {
+      make_policy(v, model_preset(kRealModel), 64, 4);  // the spec's own checks; slices against tokens in check_grid
+    }
+    else if (axis == "recipe" && !v.ends_with(".toml")) named_recipe(v);
+  }
+
+  void configure(const StudySpec& spec) override {
+    base_ = spec.file.parent_path();
+    element_bytes_ = static_cast<int>(spec.get_int("step.element_bytes", 2));
+    if (element_bytes_ != 1 && element_bytes_ != 2 && element_bytes_ != 4 && element_bytes_ != 8)
+      throw spec.error("step.element_bytes", "must be 1, 2, 4 or 8");
+    all_shapes_only_ = spec.get_int("step.shapes_only", 0) != 0;
+    const std::string metrics = spec.get_string("step.metrics", "");
+    std::stringstream in(metrics);
+    for (std::string m; std::getline(in, m, ',');) {
+      const auto columns = result_columns();
+      if (std::none_of(columns.begin(), columns.end(), [&](const ColumnDef& c) { return c.name == m; }))
+        throw spec.error("step.metrics", "'" + m + "' is not a metric of this study kind");
+      requested_.insert(m);
+    }
+  }
+
+  void check_grid(const StudySpec& spec, const std::vector<Point>& points) const override {
+    for (const Point& p : points) {
+      const ModelConfig model = model_preset(p.at("model"));
+      const std::int64_t T = std::stoll(p.at("tokens"));
+      if (!shapes_only(p) && T > 512) throw spec.error("axes.tokens", "stories260K takes at most 512 positions, not " + p.at("tokens"));
+      try {
+        make_policy(p.at("policy"), model, T, element_bytes(p));
+      } catch (const std::invalid_argument& e) {
+        throw spec.error("axes.policy", e.what());
+      }
+      recipe(p, spec);  // a TOML recipe's errors (unknown key, a layer this model lacks) name its file and field
+      if (shapes_only(p))
+        for (const std::string& m : requested_)
+          if (kAllocatingOnly.contains(m))
+            throw spec.error("step.metrics", "'" + m + "' needs an allocating run, and model " + p.at("model") +
+                                                 " runs shapes-only (no weights, no arithmetic)");
+    }
+  }
+
+  std::optional<std::string> skip_reason(const Point&, const Backend&) const override { return std::nullopt; }
+
+  std::vector<ColumnDef> result_columns() const override {
+    std::vector<ColumnDef> c;
+    for (std::size_t k = 0; k < kMemoryCategories; ++k) {
+      const std::string cat = memory_category_name(static_cast<MemoryCategory>(k));
+      c.push_back({"peak_bytes_" + cat, ColumnDef::Type::f64, "B", "peak bytes of " + cat + " over the step"});
+    }
+    c.push_back({"peak_bytes_total", ColumnDef::Type::f64, "B", "peak bytes live at once over the step"});
+    c.push_back({"saved_activation_bytes", ColumnDef::Type::f64, "B", "saved activations live at the end of forward"});
+    c.push_back({"activation_bytes_not_kept_fraction", ColumnDef::Type::f64, "1", "fraction of none's activation bytes not kept"});
+    c.push_back({"recompute_flops_fraction", ColumnDef::Type::f64, "1", "recompute FLOPs / step FLOPs without recompute"});
+    c.push_back({"layers_recomputed_fraction", ColumnDef::Type::f64, "1", "fraction of blocks recomputing anything"});
+    c.push_back({"layers_fully_recomputed_fraction", ColumnDef::Type::f64, "1", "fraction of blocks fully recomputed"});
+    c.push_back({"step_seconds", ColumnDef::Type::f64, "s", "wall time of forward + backward"});
+    c.push_back({"loss", ColumnDef::Type::f64, "1", "next-token cross-entropy"});
+    c.push_back({"grad_rel_frobenius", ColumnDef::Type::f64, "1", "all weight gradients vs FP64, relative Frobenius"});
+    for (int l = 0; l < kBlockColumns; ++l)
+      c.push_back({"grad_rel_frobenius_L" + std::to_string(l), ColumnDef::Type::f64, "1",
+                   "block " + std::to_string(l) + " weight gradients vs FP64, relative Frobenius"});
+    c.push_back({"grad_rel_frobenius_vs_none", ColumnDef::Type::f64, "1", "gradients vs policy none, same recipe"});
+    return c;
+  }
+
+  Row evaluate(const Point& p, const RunContext&) override {
+    const ModelConfig model = model_preset(p.at("model"));
+    const std::int64_t T = std::stoll(p.at("tokens"));
+    const PrecisionRecipe r = recipe(p, std::nullopt);
+    const ActivationPolicy policy = make_policy(p.at("policy"), model, T, element_bytes(p));
+    Row row = skipped_row(p);
+    if (shapes_only(p)) {
+      MemoryLedger ledger(nullptr);
+      fill(row, run_training_step({model, nullptr, {}, T, element_bytes(p)}, r, policy, ledger).report);
+      return row;
+    }
+    const Real& real = real_inputs(T);
+    HostAllocator host;
+    MemoryLedger ledger(&host);
+    const StepResult result = run_training_step({model, &real.weights, real.tokens}, r, policy, ledger);
+    fill(row, result.report);
+    row["loss"] = result.report.loss;
+    const GradientErrors e = gradient_errors(result.gradients, real.reference.gradients);
+    row["grad_rel_frobenius"] = e.total_rel_frobenius;
+    for (std::size_t l = 0; l < e.block_rel_frobenius.size() && l < kBlockColumns; ++l)
+      row["grad_rel_frobenius_L" + std::to_string(l)] = e.block_rel_frobenius[l];
+    HostAllocator none_host;
+    MemoryLedger none_ledger(&none_host);
+    const StepResult none =
+        run_training_step({model, &real.weights, real.tokens}, r, make_policy("none", model, T, 4), none_ledger);
+    row["grad_rel_frobenius_vs_none"] = gradient_errors(result.gradients, none.gradients).total_rel_frobenius;
+    return row;
+  }
+
+  Row skipped_row(const Point&) const override {
+    Row row;
+    for (const ColumnDef& c : result_columns()) row[c.name] = std::numeric_limits<double>::quiet_NaN();
+    return row;
+  }
+
+  // The allocating step's own ledger, from a shapes-only run of the same schedule, plus the
+  // FP64 reference (about the same again in doubles).
+  MemoryEstimate memory_estimate(const Point& p) const override {
+    if (shapes_only(p)) return {};
+    const ModelConfig model = model_preset(p.at("model"));
+    const std::int64_t T = std::stoll(p.at("tokens"));
+    MemoryLedger ledger(nullptr);
+    const PrecisionRecipe r = recipe(p, std::nullopt);
+    const int eb = r.fp64() ? 8 : 4;
+    const StepReport report = run_training_step({model, nullptr, {}, T, eb}, r, make_policy(p.at("policy"), model, T, eb), ledger).report;
+    return {static_cast<std::uint64_t>(report.peak_bytes_total) * 3, "axes.tokens"};
+  }
+
+  std::string operand_description() const override {
+    return "stories260K: the real checkpoint and its FP64 greedy continuation of BOS as tokens; public presets: shapes "
+           "only, every tensor counted at step.element_bytes = " + std::to_string(element_bytes_) + " bytes";
+  }
+
+ private:
+  struct Real {
+    LlamaWeights weights;
+    std::vector<int> tokens;
+    ReferenceStep reference;
+  };
+
+  bool shapes_only(const Point& p) const { return all_shapes_only_ || p.at("model") != kRealModel; }
+  int element_bytes(const Point& p) const { return shapes_only(p) ? element_bytes_ : 4; }
+
+  PrecisionRecipe recipe(const Point& p, const std::optional<std::reference_wrapper<const StudySpec>>& spec) const {
+    const std::string& v = p.at("recipe");
+    const ModelConfig model = model_preset(p.at("model"));
+    if (!v.ends_with(".toml")) {
+      PrecisionRecipe r = named_recipe(v);
+      try {
+        r.validate(model);
+      } catch (const std::invalid_argument& e) {
+        if (spec) throw spec->get().error("axes.recipe", e.what());
+        throw;
+      }
+      return r;
+    }
+    return load_recipe_toml(base_ / v, model);
+  }
+
+  const Real& real_inputs(std::int64_t T) {
+    auto it = real_.find(T);
+    if (it != real_.end()) return it->second;
+    Real r;
+    r.weights = load_llama2c_checkpoint(find_data_file("stories260K/stories260K.bin"), kStories260kSha256);
+    r.tokens = stories260k_greedy_tokens(r.weights, static_cast<int>(T));
+    r.reference = reference_step(r.weights, r.tokens);
+    return real_.emplace(T, std::move(r)).first->second;
+  }
+
+  static void fill(Row& row, const StepReport& r) {
+    for (std::size_t k = 0; k < kMemoryCategories; ++k)
+      row["peak_bytes_" + std::string(memory_category_name(static_cast<MemoryCategory>(k)))] = static_cast<double>(r.peak_bytes[k]);
+    row["peak_bytes_total"] = static_cast<double>(r.peak_bytes_total);
+    row["saved_activation_bytes"] = static_cast<double>(r.saved_activation_bytes);
+    row["activation_bytes_not_kept_fraction"] = r.activation_bytes_not_kept_fraction;
+    row["recompute_flops_fraction"] = r.recompute_flops_fraction;
+    row["layers_recomputed_fraction"] = r.layers_recomputed_fraction;
+    row["layers_fully_recomputed_fraction"] = r.layers_fully_recomputed_fraction;
+    if (!r.shapes_only) row["step_seconds"] = r.step_seconds;
+  }
+
+  std::filesystem::path base_;
+  int element_bytes_ = 2;
+  bool all_shapes_only_ = false;
+  std::set<std::string> requested_;
+  std::map<std::int64_t, Real> real_;
+};
+
+}  // namespace
+
+std::unique_ptr<StudyKind> make_recompute_study() { return std::make_unique<RecomputeStudy>(); }
+
+}  // namespace fp8lab

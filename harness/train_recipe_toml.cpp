@@ -1,0 +1,170 @@
+#include "harness/train_recipe_toml.hpp"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "harness/study/study_spec.hpp"
+
+namespace fp8lab {
+namespace {
+
+using train::GemmPrecision;
+
+struct Reader {
+  std::filesystem::path file;
+
+  SpecError error(const std::string& field, const std::string& why, const toml::node* where = nullptr) const {
+    std::string position = file.string();
+    if (where && where->source().begin.line > 0)
+      position += ":" + std::to_string(where->source().begin.line) + ":" + std::to_string(where->source().begin.column);
+    return SpecError(position + ": field '" + field + "': " + why);
+  }
+
+  void only_keys(const toml::table& t, const std::string& prefix, const std::set<std::string>& known) const {
+    for (const auto& [key, node] : t)
+      if (!known.contains(std::string(key.str()))) {
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        throw error(prefix + std::string(key.str()), "unknown key (known: " + list + ")", &node);
+      }
+  }
+
+  std::string string_at(const toml::table& t, const std::string& key, const std::string& field) const {
+    const toml::node* n = t.get(key);
+    if (!n->is_string()) throw error(field, "expected a string", n);
+    return n->value<std::string>().value();
+  }
+
+  // Applies the keys of one GEMM table to p.
+  void apply_gemm(const toml::table& t, const std::string& field, GemmPrecision& p, bool allow_requantize) const {
+    std::set<std::string> known = {"kind", "format", "a_granularity", "b_granularity", "scale", "accumulation", "promotion"};
+    if (allow_requantize) known.insert("requantize_transposed");
+    only_keys(t, field + ".", known);
+    const auto parsed = [&](const char* key, auto&& parse) {
+      if (!t.contains(key)) return;
+      const std::string f = field + "." + key;
+      const std::string text = string_at(t, key, f);
+      try {
+        parse(text);
+      } catch (const std::invalid_argument& e) {
+        throw error(f, e.what(), t.get(key));
+      }
+    };
+    parsed("kind", [&](const std::string& s) { p.kind = train::parse_gemm_precision_kind(s); });
+    parsed("format", [&](const std::string& s) { p.format = parse_fp8_format(s); });
+    parsed("a_granularity", [&](const std::string& s) { p.a_granularity = Granularity::parse(s); });
+    parsed("b_granularity", [&](const std::string& s) { p.b_granularity = Granularity::parse(s); });
+    parsed("scale", [&](const std::string& s) { p.scale_rule = parse_scale_rule(s); });
+    parsed("accumulation", [&](const std::string& s) { p.gemm.accumulation = AccumulationModel::parse(s); });
+    parsed("promotion", [&](const std::string& s) { p.gemm.promotion = PromotionInterval::parse(s); });
+    if (t.contains("requantize_transposed")) {
+      const toml::node* n = t.get("requantize_transposed");
+      if (!n->is_boolean()) throw error(field + ".requantize_transposed", "expected true or false", n);
+      p.requantize_transposed = n->value<bool>().value();
+    }
+  }
+
+  const toml::table& table_at(const toml::table& t, const std::string& key, const std::string& field) const {
+    const toml::node* n = t.get(key);
+    if (!n->is_table()) throw error(field, "expected a table", n);
+    return *n->as_table();
+  }
+};
+
+}  // namespace
+
+train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::filesystem::path& file,
+                                         const train::ModelConfig& model) {
+  const Reader reader{file};
+  toml::table root;
+  try {
+    root = toml::parse(text, file.string());
+  } catch (const toml::parse_error& e) {
+    throw SpecError(file.string() + ":" + std::to_string(e.source().begin.line) + ":" +
+                    std::to_string(e.source().begin.column) + ": malformed TOML: " + std::string(e.description()));
+  }
+  reader.only_keys(root, "", {"name", "base", "elementwise", "gemm", "fprop", "dgrad", "wgrad", "override"});
+  train::PrecisionRecipe recipe = train::named_recipe("fp32");
+  if (root.contains("base")) {
+    try {
+      recipe = train::named_recipe(reader.string_at(root, "base", "base"));
+    } catch (const std::invalid_argument& e) {
+      throw reader.error("base", e.what(), root.get("base"));
+    }
+  }
+  if (!root.contains("name")) throw reader.error("name", "missing");
+  recipe.name = reader.string_at(root, "name", "name");
+  if (root.contains("gemm")) {
+    const toml::table& all = reader.table_at(root, "gemm", "gemm");
+    for (GemmPrecision* p : {&recipe.fprop, &recipe.dgrad, &recipe.wgrad}) reader.apply_gemm(all, "gemm", *p, p == &recipe.wgrad);
+  }
+  for (train::GemmKind kind : train::kGemmKinds) {
+    const std::string key = train::gemm_kind_name(kind);
+    if (!root.contains(key)) continue;
+    GemmPrecision& p = kind == train::GemmKind::fprop ? recipe.fprop : kind == train::GemmKind::dgrad ? recipe.dgrad : recipe.wgrad;
+    reader.apply_gemm(reader.table_at(root, key, key), key, p, kind == train::GemmKind::wgrad);
+  }
+  if (root.contains("override")) {
+    const toml::array* list = root.get("override")->as_array();
+    if (!list) throw reader.error("override", "expected [[override]] tables", root.get("override"));
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const std::string field = "override[" + std::to_string(i) + "]";
+      const toml::table* t = list->get(i)->as_table();
+      if (!t) throw reader.error(field, "expected a table", list->get(i));
+      reader.only_keys(*t, field + ".", {"layer", "gemm", "fprop", "dgrad", "wgrad"});
+      if (!t->contains("layer")) throw reader.error(field + ".layer", "missing", t);
+      train::LayerOverride o;
+      o.layer = reader.string_at(*t, "layer", field + ".layer");
+      for (train::GemmKind kind : train::kGemmKinds) {
+        GemmPrecision p = recipe.resolve(o.layer, kind);
+        bool set = false;
+        if (t->contains("gemm")) {
+          reader.apply_gemm(reader.table_at(*t, "gemm", field + ".gemm"), field + ".gemm", p, kind == train::GemmKind::wgrad);
+          set = true;
+        }
+        const std::string key = train::gemm_kind_name(kind);
+        if (t->contains(key)) {
+          reader.apply_gemm(reader.table_at(*t, key, field + "." + key), field + "." + key, p, kind == train::GemmKind::wgrad);
+          set = true;
+        }
+        if (!set) continue;
+        if (kind == train::GemmKind::fprop) o.fprop = p;
+        if (kind == train::GemmKind::dgrad) o.dgrad = p;
+        if (kind == train::GemmKind::wgrad) o.wgrad = p;
+      }
+      bool found = false;
+      for (const std::string& l : train::linear_layer_names(model))
+        found = found || l == o.layer || (o.layer.starts_with("*.") && l.ends_with(o.layer.substr(1)));
+      if (!found)
+        throw reader.error(field + ".layer", "model " + model.name + " has no linear layer '" + o.layer +
+                                                 "' (L0..L" + std::to_string(model.layers - 1) +
+                                                 " .wq .wk .wv .wo .w1 .w2 .w3, *.<kind>, classifier)",
+                           t->get("layer"));
+      recipe.overrides.push_back(std::move(o));
+    }
+  }
+  if (root.contains("elementwise")) {
+    const std::string e = reader.string_at(root, "elementwise", "elementwise");
+    if (e != recipe.elementwise())
+      throw reader.error("elementwise", "'" + e + "', but this recipe's step runs its non-GEMM ops in " + recipe.elementwise(),
+                         root.get("elementwise"));
+  }
+  try {
+    recipe.validate(model);
+  } catch (const std::invalid_argument& e) {
+    throw reader.error("gemm", e.what());
+  }
+  return recipe;
+}
+
+train::PrecisionRecipe load_recipe_toml(const std::filesystem::path& file, const train::ModelConfig& model) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw SpecError(file.string() + ": cannot read the recipe file");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return parse_recipe_toml(buffer.str(), file, model);
+}
+
+}  // namespace fp8lab

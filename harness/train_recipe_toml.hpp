@@ -1,0 +1,35 @@
+#pragma once
+// Precision recipes as TOML files (experiments/recipes/*.toml), read into the engine's
+// train::PrecisionRecipe. Errors are SpecError "FILE[:LINE:COL]: field 'X': why" (exit 2):
+// malformed TOML, an unknown key or table, a bad value, an override naming a layer the
+// model lacks.
+//
+//   name = "deepseek_v3"
+//   base = "fp32"              # optional: start from a named recipe (fp64, fp32, bf16, fp16, deepseek_v3, hybrid)
+//   elementwise = "fp32"       # optional statement; must match what the step runs (fp64 only with fp64 GEMMs)
+//   [gemm]                     # keys for all three GEMM kinds ...
+//   kind = "fp8"               # fp64 | fp32 | bf16 | fp16 | fp8
+//   format = "e4m3"            # fp8: e4m3 | e5m2
+//   a_granularity = "tile:1x128"
+//   b_granularity = "block:128x128"
+//   scale = "fp32"             # fp32 | pow2
+//   accumulation = "hopper"    # hopper | fp32 | bits:F,depth:D,round:rz|rne[,zero:none|min]
+//   promotion = "128"          # N_C in elements, or "never"
+//   [wgrad]                    # ... and per kind ([fprop], [dgrad], [wgrad]) on top
+//   requantize_transposed = true
+//   [[override]]               # precision decoupling, later entries win
+//   layer = "classifier"       # or "L3.wo", or "*.wo" for every block
+//   gemm = { kind = "bf16" }   # and/or fprop = {...}, dgrad = {...}, wgrad = {...}
+#include <filesystem>
+#include <string>
+
+#include "kernels/train/model_config.hpp"
+#include "kernels/train/precision_recipe.hpp"
+
+namespace fp8lab {
+
+train::PrecisionRecipe load_recipe_toml(const std::filesystem::path& file, const train::ModelConfig& model);
+train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::filesystem::path& file,
+                                         const train::ModelConfig& model);
+
+}  // namespace fp8lab

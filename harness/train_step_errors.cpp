@@ -1,0 +1,76 @@
+#include "harness/train_step_errors.hpp"
+
+#include <stdexcept>
+
+#include "harness/metrics/error_metrics.hpp"
+#include "harness/real_layers.hpp"
+
+namespace fp8lab {
+namespace {
+
+train::NamedGradient named(const std::string& name, const Eigen::MatrixXd& m) {
+  train::NamedGradient g{name, m.rows(), m.cols(), std::vector<double>(static_cast<std::size_t>(m.size()))};
+  for (Eigen::Index r = 0; r < m.rows(); ++r)
+    for (Eigen::Index c = 0; c < m.cols(); ++c) g.values[static_cast<std::size_t>(r * m.cols() + c)] = m(r, c);
+  return g;
+}
+
+int block_of(const std::string& name) { return name.starts_with("L") ? std::stoi(name.substr(1)) : -1; }
+
+}  // namespace
+
+ReferenceStep reference_step(const LlamaWeights& weights, const std::vector<int>& tokens) {
+  const ref::LlamaBackward b = ref::llama_backward(to_reference_model(weights), tokens);
+  const ref::LlamaModel& g = b.grad;
+  ReferenceStep out{b.loss, {}};
+  out.gradients.push_back(named("embedding", g.embedding));
+  for (int l = 0; l < g.layers; ++l) {
+    const std::string p = "L" + std::to_string(l) + ".";
+    out.gradients.push_back(named(p + "rms_att", g.rms_att[l].transpose()));
+    out.gradients.push_back(named(p + "wq", g.wq[l]));
+    out.gradients.push_back(named(p + "wk", g.wk[l]));
+    out.gradients.push_back(named(p + "wv", g.wv[l]));
+    out.gradients.push_back(named(p + "wo", g.wo[l]));
+    out.gradients.push_back(named(p + "rms_ffn", g.rms_ffn[l].transpose()));
+    out.gradients.push_back(named(p + "w1", g.w1[l]));
+    out.gradients.push_back(named(p + "w2", g.w2[l]));
+    out.gradients.push_back(named(p + "w3", g.w3[l]));
+  }
+  out.gradients.push_back(named("rms_final", g.rms_final.transpose()));
+  return out;
+}
+
+GradientErrors gradient_errors(const std::vector<train::NamedGradient>& step, const std::vector<train::NamedGradient>& reference) {
+  if (step.size() != reference.size()) throw std::invalid_argument("gradient_errors: different numbers of tensors");
+  GradientErrors e;
+  std::vector<double> all_y, all_r;
+  std::vector<std::vector<double>> block_y, block_r;
+  for (std::size_t i = 0; i < step.size(); ++i) {
+    if (step[i].name != reference[i].name || step[i].values.size() != reference[i].values.size())
+      throw std::invalid_argument("gradient_errors: tensor " + step[i].name + " does not match " + reference[i].name);
+    e.names.push_back(step[i].name);
+    e.rel_frobenius.push_back(error_metrics(std::span<const double>(step[i].values), reference[i].values, 0.0).rel_frobenius);
+    all_y.insert(all_y.end(), step[i].values.begin(), step[i].values.end());
+    all_r.insert(all_r.end(), reference[i].values.begin(), reference[i].values.end());
+    const int block = block_of(step[i].name);
+    if (block < 0) continue;
+    if (static_cast<int>(block_y.size()) <= block) {
+      block_y.resize(static_cast<std::size_t>(block + 1));
+      block_r.resize(static_cast<std::size_t>(block + 1));
+    }
+    auto& by = block_y[static_cast<std::size_t>(block)];
+    auto& br = block_r[static_cast<std::size_t>(block)];
+    by.insert(by.end(), step[i].values.begin(), step[i].values.end());
+    br.insert(br.end(), reference[i].values.begin(), reference[i].values.end());
+  }
+  for (std::size_t l = 0; l < block_y.size(); ++l)
+    e.block_rel_frobenius.push_back(error_metrics(std::span<const double>(block_y[l]), block_r[l], 0.0).rel_frobenius);
+  e.total_rel_frobenius = error_metrics(std::span<const double>(all_y), all_r, 0.0).rel_frobenius;
+  return e;
+}
+
+std::vector<int> stories260k_greedy_tokens(const LlamaWeights& weights, int count) {
+  return ref::llama_greedy(to_reference_model(weights), {1}, count - 1);
+}
+
+}  // namespace fp8lab

@@ -1,0 +1,32 @@
+#pragma once
+// Gradient errors of a training step (kernels/train) against the FP64 reference
+// (reference/llama_fp64_ref) on the same FP32 weights and tokens, through the one metrics
+// module: relative Frobenius norm per weight tensor, per block and over all gradients.
+#include <string>
+#include <vector>
+
+#include "data/llama2c_checkpoint.hpp"
+#include "kernels/train/training_step.hpp"
+
+namespace fp8lab {
+
+struct ReferenceStep {
+  double loss = 0;
+  std::vector<train::NamedGradient> gradients;  // same names and order as the engine's
+};
+ReferenceStep reference_step(const LlamaWeights& weights, const std::vector<int>& tokens);
+
+struct GradientErrors {
+  std::vector<std::string> names;          // every weight tensor
+  std::vector<double> rel_frobenius;       // of each
+  std::vector<double> block_rel_frobenius; // block l: all its tensors together
+  double total_rel_frobenius = 0;          // all gradients together
+};
+// Throws std::invalid_argument when the two lists do not name the same tensors.
+GradientErrors gradient_errors(const std::vector<train::NamedGradient>& step, const std::vector<train::NamedGradient>& reference);
+
+// The fixed real token sequence of the stories260K tests and benchmark: the FP64 model's own
+// greedy continuation of BOS (as harness/real_layers uses), `count` tokens.
+std::vector<int> stories260k_greedy_tokens(const LlamaWeights& weights, int count);
+
+}  // namespace fp8lab

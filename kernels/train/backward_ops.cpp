@@ -1,0 +1,101 @@
+#include "kernels/train/backward_ops.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/train/forward_ops.hpp"
+
+namespace fp8lab::train {
+
+template <class Real>
+void rmsnorm_backward(const Tensor<Real>& x, const Tensor<Real>& g, const Tensor<Real>& dy, Tensor<Real>& dx,
+                      Tensor<Real>& dg) {
+  const std::int64_t d = x.cols;
+  const Real* gain = g.data();
+  for (std::int64_t t = 0; t < x.rows; ++t) {
+    const Real* xr = x.row(t);
+    const Real* dyr = dy.row(t);
+    Real ss = 0, dot = 0;
+    for (std::int64_t i = 0; i < d; ++i) ss += xr[i] * xr[i];
+    const Real r = Real(1) / std::sqrt(ss / static_cast<Real>(d) + static_cast<Real>(kRmsEps));
+    for (std::int64_t i = 0; i < d; ++i) {
+      dg.data()[i] += dyr[i] * xr[i] * r;
+      dot += dyr[i] * gain[i] * xr[i];
+    }
+    const Real c = r * r * r / static_cast<Real>(d) * dot;
+    for (std::int64_t i = 0; i < d; ++i) dx(t, i) = dyr[i] * gain[i] * r - xr[i] * c;
+  }
+}
+
+template <class Real>
+void attention_backward(const Tensor<Real>& p, const Tensor<Real>& q, const Tensor<Real>& k, const Tensor<Real>& v,
+                        const Tensor<Real>& d_o, int heads, int kv_heads, Tensor<Real>& dq, Tensor<Real>& dk,
+                        Tensor<Real>& dv) {
+  const std::int64_t T = q.rows, hs = q.cols / heads;
+  const int group = heads / kv_heads;
+  const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
+  std::fill(dk.data(), dk.data() + dk.size(), Real(0));
+  std::fill(dv.data(), dv.data() + dv.size(), Real(0));
+  // Each kv group is independent: its heads accumulate into its dk / dv columns in order.
+#pragma omp parallel for schedule(static) if (T >= 1024)
+  for (int kvh = 0; kvh < kv_heads; ++kvh) {
+    std::vector<Real> ds(static_cast<std::size_t>(T));
+    const std::int64_t kc = kvh * hs;
+    for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
+      const std::int64_t qc = h * hs;
+      for (std::int64_t t = 0; t < T; ++t) {
+        const Real* pr = p.row(h * T + t);
+        Real rowsum = 0;
+        for (std::int64_t u = 0; u <= t; ++u) {
+          Real dp = 0;
+          for (std::int64_t i = 0; i < hs; ++i) dp += d_o(t, qc + i) * v(u, kc + i);
+          ds[static_cast<std::size_t>(u)] = pr[u] * dp;
+          rowsum += ds[static_cast<std::size_t>(u)];
+        }
+        for (std::int64_t u = 0; u <= t; ++u) ds[static_cast<std::size_t>(u)] = (ds[static_cast<std::size_t>(u)] - pr[u] * rowsum) * scale;
+        for (std::int64_t i = 0; i < hs; ++i) {
+          Real sum = 0;
+          for (std::int64_t u = 0; u <= t; ++u) sum += ds[static_cast<std::size_t>(u)] * k(u, kc + i);
+          dq(t, qc + i) = sum;
+        }
+        for (std::int64_t u = 0; u <= t; ++u)
+          for (std::int64_t i = 0; i < hs; ++i) {
+            dk(u, kc + i) += ds[static_cast<std::size_t>(u)] * q(t, qc + i);
+            dv(u, kc + i) += pr[u] * d_o(t, qc + i);
+          }
+      }
+    }
+  }
+}
+
+template <class Real>
+void swiglu_backward(const Tensor<Real>& h1, const Tensor<Real>& h3, const Tensor<Real>& dg, Tensor<Real>& dh1,
+                     Tensor<Real>& dh3) {
+  for (std::int64_t i = 0; i < dg.size(); ++i) {
+    const Real z = h1.data()[i], s = Real(1) / (Real(1) + std::exp(-z));
+    dh1.data()[i] = dg.data()[i] * h3.data()[i] * (s * (Real(1) + z * (Real(1) - s)));
+    dh3.data()[i] = dg.data()[i] * (z * s);
+  }
+}
+
+template <class Real>
+void embedding_backward(const Tensor<Real>& dx, const int* tokens, Tensor<Real>& d_embedding) {
+  for (std::int64_t t = 0; t < dx.rows; ++t) {
+    Real* out = d_embedding.row(tokens[t]);
+    for (std::int64_t i = 0; i < dx.cols; ++i) out[i] += dx(t, i);
+  }
+}
+
+#define FP8LAB_INSTANTIATE(Real)                                                                                    \
+  template void rmsnorm_backward(const Tensor<Real>&, const Tensor<Real>&, const Tensor<Real>&, Tensor<Real>&,      \
+                                 Tensor<Real>&);                                                                    \
+  template void attention_backward(const Tensor<Real>&, const Tensor<Real>&, const Tensor<Real>&, const Tensor<Real>&, \
+                                   const Tensor<Real>&, int, int, Tensor<Real>&, Tensor<Real>&, Tensor<Real>&);     \
+  template void swiglu_backward(const Tensor<Real>&, const Tensor<Real>&, const Tensor<Real>&, Tensor<Real>&,       \
+                                Tensor<Real>&);                                                                     \
+  template void embedding_backward(const Tensor<Real>&, const int*, Tensor<Real>&);
+FP8LAB_INSTANTIATE(float)
+FP8LAB_INSTANTIATE(double)
+#undef FP8LAB_INSTANTIATE
+
+}  // namespace fp8lab::train

@@ -1,0 +1,21 @@
+#include "kernels/train/flop_count.hpp"
+
+#include "kernels/train/layer_graph.hpp"
+
+namespace fp8lab::train::flops {
+
+double block_forward(const ModelConfig& c, double tokens) {
+  double sum = gemm(tokens, c.dim, c.hidden) + tokens * c.dim;  // proj_2 and its residual add
+  for (int s = 1; s < kSavedCount; ++s) sum += producer_flops(static_cast<Saved>(s), c, static_cast<std::int64_t>(tokens));
+  return sum;
+}
+
+double head_forward(const ModelConfig& c, double tokens) {
+  return rmsnorm(tokens, c.dim) + gemm(tokens, c.vocab, c.dim) + kCrossEntropyPerLogit * tokens * c.vocab;
+}
+
+double step_without_recompute(const ModelConfig& c, double tokens) {
+  return (1 + kBackwardFactor) * (c.layers * block_forward(c, tokens) + head_forward(c, tokens));
+}
+
+}  // namespace fp8lab::train::flops

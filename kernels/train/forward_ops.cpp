@@ -1,0 +1,131 @@
+#include "kernels/train/forward_ops.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace fp8lab::train {
+
+template <class Real>
+void rmsnorm_forward(const Tensor<Real>& x, const Tensor<Real>& g, Tensor<Real>& y) {
+  const std::int64_t d = x.cols;
+  for (std::int64_t t = 0; t < x.rows; ++t) {
+    const Real* xr = x.row(t);
+    Real ss = 0;
+    for (std::int64_t i = 0; i < d; ++i) ss += xr[i] * xr[i];
+    const Real r = Real(1) / std::sqrt(ss / static_cast<Real>(d) + static_cast<Real>(kRmsEps));
+    for (std::int64_t i = 0; i < d; ++i) y(t, i) = xr[i] * g.data()[i] * r;
+  }
+}
+
+template <class Real>
+void rope_inplace(Tensor<Real>& x, int head_size, double sign, std::int64_t first_position) {
+  for (std::int64_t t = 0; t < x.rows; ++t)
+    for (std::int64_t i = 0; i + 1 < x.cols; i += 2) {
+      const double freq = 1.0 / std::pow(kRopeTheta, static_cast<double>(i % head_size) / head_size);
+      const double angle = sign * static_cast<double>(t + first_position) * freq;
+      const Real c = static_cast<Real>(std::cos(angle)), s = static_cast<Real>(std::sin(angle));
+      const Real a = x(t, i), b = x(t, i + 1);
+      x(t, i) = a * c - b * s;
+      x(t, i + 1) = a * s + b * c;
+    }
+}
+
+template <class Real>
+void attention_scores(const Tensor<Real>& q, const Tensor<Real>& k, int heads, int kv_heads, Tensor<Real>& p) {
+  const std::int64_t T = q.rows, hs = q.cols / heads;
+  const int group = heads / kv_heads;
+  const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
+#pragma omp parallel for schedule(static) if (T >= 1024)
+  for (int h = 0; h < heads; ++h) {
+    const std::int64_t qc = h * hs, kc = (h / group) * hs;
+    for (std::int64_t t = 0; t < T; ++t) {
+      Real* row = p.row(h * T + t);
+      Real top = -std::numeric_limits<Real>::infinity();
+      for (std::int64_t u = 0; u <= t; ++u) {
+        Real dot = 0;
+        for (std::int64_t i = 0; i < hs; ++i) dot += q(t, qc + i) * k(u, kc + i);
+        row[u] = dot * scale;
+        top = std::max(top, row[u]);
+      }
+      Real sum = 0;
+      for (std::int64_t u = 0; u <= t; ++u) {
+        row[u] = std::exp(row[u] - top);
+        sum += row[u];
+      }
+      for (std::int64_t u = 0; u <= t; ++u) row[u] /= sum;
+      for (std::int64_t u = t + 1; u < T; ++u) row[u] = 0;
+    }
+  }
+}
+
+template <class Real>
+void attention_output(const Tensor<Real>& p, const Tensor<Real>& v, int heads, int kv_heads, Tensor<Real>& o) {
+  const std::int64_t T = v.rows, hs = o.cols / heads;
+  const int group = heads / kv_heads;
+#pragma omp parallel for schedule(static) if (T >= 1024)
+  for (int h = 0; h < heads; ++h) {
+    const std::int64_t oc = h * hs, vc = (h / group) * hs;
+    for (std::int64_t t = 0; t < T; ++t) {
+      const Real* pr = p.row(h * T + t);
+      for (std::int64_t i = 0; i < hs; ++i) {
+        Real sum = 0;
+        for (std::int64_t u = 0; u <= t; ++u) sum += pr[u] * v(u, vc + i);
+        o(t, oc + i) = sum;
+      }
+    }
+  }
+}
+
+template <class Real>
+void swiglu_forward(const Tensor<Real>& h1, const Tensor<Real>& h3, Tensor<Real>& g) {
+  for (std::int64_t i = 0; i < g.size(); ++i) {
+    const Real z = h1.data()[i];
+    g.data()[i] = z / (Real(1) + std::exp(-z)) * h3.data()[i];
+  }
+}
+
+template <class Real>
+void add_inplace(Tensor<Real>& y, const Tensor<Real>& x) {
+  for (std::int64_t i = 0; i < y.size(); ++i) y.data()[i] += x.data()[i];
+}
+
+template <class Real>
+double cross_entropy_inplace(Tensor<Real>& logits, const int* tokens) {
+  const std::int64_t T = logits.rows, V = logits.cols;
+  const Real n = static_cast<Real>(T - 1);
+  double loss = 0;
+  for (std::int64_t t = 0; t < T; ++t) {
+    Real* row = logits.row(t);
+    if (t + 1 == T) {
+      std::fill(row, row + V, Real(0));  // the last position predicts nothing
+      break;
+    }
+    Real top = row[0];
+    for (std::int64_t j = 1; j < V; ++j) top = std::max(top, row[j]);
+    const int next = tokens[t + 1];
+    const Real target = row[next];
+    Real z = 0;
+    for (std::int64_t j = 0; j < V; ++j) {
+      row[j] = std::exp(row[j] - top);
+      z += row[j];
+    }
+    loss += -static_cast<double>(target - top - std::log(z));
+    for (std::int64_t j = 0; j < V; ++j) row[j] = row[j] / z / n;
+    row[next] -= Real(1) / n;
+  }
+  return loss / static_cast<double>(T - 1);
+}
+
+#define FP8LAB_INSTANTIATE(Real)                                                                             \
+  template void rmsnorm_forward(const Tensor<Real>&, const Tensor<Real>&, Tensor<Real>&);                    \
+  template void rope_inplace(Tensor<Real>&, int, double, std::int64_t);                                      \
+  template void attention_scores(const Tensor<Real>&, const Tensor<Real>&, int, int, Tensor<Real>&);         \
+  template void attention_output(const Tensor<Real>&, const Tensor<Real>&, int, int, Tensor<Real>&);         \
+  template void swiglu_forward(const Tensor<Real>&, const Tensor<Real>&, Tensor<Real>&);                     \
+  template void add_inplace(Tensor<Real>&, const Tensor<Real>&);                                             \
+  template double cross_entropy_inplace(Tensor<Real>&, const int*);
+FP8LAB_INSTANTIATE(float)
+FP8LAB_INSTANTIATE(double)
+#undef FP8LAB_INSTANTIATE
+
+}  // namespace fp8lab::train

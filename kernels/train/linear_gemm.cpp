@@ -1,0 +1,188 @@
+#include "kernels/train/linear_gemm.hpp"
+
+#include <omp.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/gemm_fp8_nt.hpp"
+#include "kernels/cpu/quantize.hpp"
+#include "kernels/cpu/requantize_transposed.hpp"
+#include "kernels/formats/float_formats.hpp"
+
+namespace fp8lab::train {
+namespace {
+
+using Kind = GemmPrecision::Kind;
+
+// Below this many multiply-adds a GEMM runs on one thread.
+constexpr std::int64_t kParallelGemmWork = std::int64_t{1} << 24;
+
+// C (m x n) (+)= A (m x k, row stride lda) * B (k x n): for each row the n sums run side by
+// side (vectorizable across j) and each one in order of k.
+template <class Real>
+void nn_kernel(const Real* a, std::int64_t lda, const Real* b, Real* c, std::int64_t m, std::int64_t n, std::int64_t k,
+               bool accumulate) {
+  // Threads only for GEMMs big enough to repay starting them (stories260K's are not).
+  const bool parallel = m * n * k >= kParallelGemmWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (std::int64_t i = 0; i < m; ++i) {
+    Real* out = c + i * n;
+    if (!accumulate) std::fill(out, out + n, Real(0));
+    const Real* ai = a + i * lda;
+    for (std::int64_t p = 0; p < k; ++p) {
+      const Real aip = ai[p];
+      const Real* bp = b + p * n;
+      for (std::int64_t j = 0; j < n; ++j) out[j] += aip * bp[j];
+    }
+  }
+}
+
+template <class Real>
+void transpose(const Real* in, std::int64_t rows, std::int64_t cols, std::int64_t stride, Real* out) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * stride + c];
+}
+
+float round_to(Kind kind, float x) {
+  if (kind == Kind::bf16) return decode<BF16>(encode<BF16>(x, Saturation::nosat));
+  if (kind == Kind::fp16) return decode<FP16>(encode<FP16>(x, Saturation::nosat));
+  return x;
+}
+
+std::size_t quantized_bytes(std::int64_t rows, std::int64_t cols, const Granularity& g) {
+  const std::int64_t tr = g.tile_rows(rows), tc = g.tile_cols(cols);
+  const std::int64_t scales = ((rows + tr - 1) / tr) * ((cols + tc - 1) / tc);
+  return static_cast<std::size_t>(rows * cols + scales * 4);
+}
+
+QuantizeConfig quantize_config(const GemmPrecision& p, const Granularity& g) { return {p.format, g, p.scale_rule}; }
+
+// One thread for GEMMs too small to repay a thread team (every stories260K GEMM): the
+// GEMM's own loops and its packing's (which take the default team size) alike, so no idle
+// OpenMP workers spin beside the step on a shared machine. Restores the team size after.
+class SmallGemmThreads {
+ public:
+  explicit SmallGemmThreads(std::int64_t work) : saved_(omp_get_max_threads()), small_(work < kParallelGemmWork) {
+    if (small_) omp_set_num_threads(1);
+  }
+  ~SmallGemmThreads() {
+    if (small_) omp_set_num_threads(saved_);
+  }
+  SmallGemmThreads(const SmallGemmThreads&) = delete;
+  SmallGemmThreads& operator=(const SmallGemmThreads&) = delete;
+
+ private:
+  int saved_;
+  bool small_;
+};
+
+// C (m x n) (+)= A (m x k) B (n x k)^T for operands that are both already K-major.
+// `a`, `b` have row strides lda, ldb (to read a row slice in place).
+template <class Real>
+void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real* c, std::int64_t m,
+            std::int64_t n, std::int64_t k, bool accumulate) {
+  if constexpr (std::is_same_v<Real, float>) {
+    const GemmPrecision& p = call.precision;
+    DeviceBuffer wa = call.ledger.allocate(quantized_bytes(m, k, p.a_granularity), MemoryCategory::gemm_workspace);
+    DeviceBuffer wb = call.ledger.allocate(quantized_bytes(n, k, p.b_granularity), MemoryCategory::gemm_workspace);
+    if (!c) return;
+    const SmallGemmThreads threads(m * n * k);
+    std::vector<float> ac(static_cast<std::size_t>(m * k)), bc(static_cast<std::size_t>(n * k));
+    for (std::int64_t r = 0; r < m; ++r) std::memcpy(&ac[static_cast<std::size_t>(r * k)], a + r * lda, sizeof(float) * static_cast<std::size_t>(k));
+    for (std::int64_t r = 0; r < n; ++r) std::memcpy(&bc[static_cast<std::size_t>(r * k)], b + r * ldb, sizeof(float) * static_cast<std::size_t>(k));
+    const QuantizedTensor qa = cpu::quantize(ac, m, k, quantize_config(p, p.a_granularity));
+    const QuantizedTensor qb = cpu::quantize(bc, n, k, quantize_config(p, p.b_granularity));
+    const std::vector<float> out = cpu::gemm_nt(qa, qb, p.gemm);
+    for (std::size_t i = 0; i < out.size(); ++i) c[i] = accumulate ? c[i] + out[i] : out[i];
+  } else {
+    throw std::logic_error("fp8 GEMMs run in an FP32 step only");
+  }
+}
+
+// C (m x n) (+)= A (m x k, stride lda) * Bkn (k x n) for the non-FP8 kinds.
+template <class Real>
+void plain_nn(const GemmCall& call, const Real* a, std::int64_t lda, const Real* bkn, Real* c, std::int64_t m,
+              std::int64_t n, std::int64_t k, bool accumulate) {
+  const Kind kind = call.precision.kind;
+  if (kind == Kind::bf16 || kind == Kind::fp16) {
+    DeviceBuffer wa = call.ledger.allocate(static_cast<std::size_t>(m * k * call.element_bytes), MemoryCategory::gemm_workspace);
+    DeviceBuffer wb = call.ledger.allocate(static_cast<std::size_t>(k * n * call.element_bytes), MemoryCategory::gemm_workspace);
+    if (!c) return;
+    auto* ra = static_cast<Real*>(wa.data());
+    auto* rb = static_cast<Real*>(wb.data());
+    for (std::int64_t r = 0; r < m; ++r)
+      for (std::int64_t j = 0; j < k; ++j) ra[r * k + j] = static_cast<Real>(round_to(kind, static_cast<float>(a[r * lda + j])));
+    for (std::int64_t i = 0; i < k * n; ++i) rb[i] = static_cast<Real>(round_to(kind, static_cast<float>(bkn[i])));
+    nn_kernel(ra, k, rb, c, m, n, k, accumulate);
+    return;
+  }
+  if (c) nn_kernel(a, lda, bkn, c, m, n, k, accumulate);
+}
+
+template <class Real>
+Tensor<Real> workspace(const GemmCall& call, std::int64_t rows, std::int64_t cols) {
+  return make_tensor<Real>(call.ledger, rows, cols, MemoryCategory::gemm_workspace, call.element_bytes);
+}
+
+}  // namespace
+
+template <class Real>
+void fprop(const GemmCall& call, const Tensor<Real>& x, const Tensor<Real>& w, Tensor<Real>& y) {
+  const std::int64_t m = x.rows, n = w.rows, k = x.cols;
+  if (call.precision.kind == Kind::fp8) return fp8_nt(call, x.data(), k, w.data(), k, y.data(), m, n, k, false);
+  Tensor<Real> wt = workspace<Real>(call, k, n);  // W^T: in x out
+  if (wt.has_data()) transpose(w.data(), n, k, k, wt.data());
+  plain_nn(call, x.data(), k, wt.data(), y.data(), m, n, k, false);
+}
+
+template <class Real>
+void dgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& w, Tensor<Real>& dx) {
+  const std::int64_t m = dy.rows, n = w.cols, k = w.rows;
+  if (call.precision.kind != Kind::fp8) return plain_nn(call, dy.data(), k, w.data(), dx.data(), m, n, k, false);
+  Tensor<Real> wt = workspace<Real>(call, n, k);  // W^T (in x out) as the K-major B
+  if (wt.has_data()) transpose(w.data(), k, n, n, wt.data());
+  fp8_nt(call, dy.data(), k, wt.data(), k, dx.data(), m, n, k, false);
+}
+
+template <class Real>
+void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, Tensor<Real>& dw, bool accumulate,
+           std::int64_t row_begin, std::int64_t row_end) {
+  const std::int64_t m = dy.cols, n = x.cols, k = row_end - row_begin;
+  Tensor<Real> dyt = workspace<Real>(call, m, k);  // dY^T: out x rows
+  if (dyt.has_data()) transpose(dy.row(row_begin), k, m, m, dyt.data());
+  if (call.precision.kind != Kind::fp8) return plain_nn(call, dyt.data(), k, x.row(row_begin), dw.data(), m, n, k, accumulate);
+  Tensor<Real> xt = workspace<Real>(call, n, k);  // X^T: in x rows
+  if (xt.has_data()) transpose(x.row(row_begin), k, n, n, xt.data());
+  if (!call.precision.requantize_transposed) return fp8_nt(call, dyt.data(), k, xt.data(), k, dw.data(), m, n, k, accumulate);
+  if constexpr (std::is_same_v<Real, float>) {
+    // DeepSeek-V3: dY and X as their Dgrad / Fprop GEMMs quantized them (1xT along
+    // channels), re-quantized transposed (1xT along tokens); see requantize_transposed.hpp.
+    const GemmPrecision& sa = *call.requantize_source_a;
+    const GemmPrecision& sb = *call.requantize_source_b;
+    DeviceBuffer wa = call.ledger.allocate(quantized_bytes(k, m, sa.a_granularity) + quantized_bytes(m, k, sa.a_granularity),
+                                           MemoryCategory::gemm_workspace);
+    DeviceBuffer wb = call.ledger.allocate(quantized_bytes(k, n, sb.a_granularity) + quantized_bytes(n, k, sb.a_granularity),
+                                           MemoryCategory::gemm_workspace);
+    if (!dw.has_data()) return;
+    const SmallGemmThreads threads(m * n * k);
+    const std::span<const float> dys(dy.row(row_begin), static_cast<std::size_t>(k * m)), xs(x.row(row_begin), static_cast<std::size_t>(k * n));
+    const QuantizedTensor qa = cpu::requantize_transposed(cpu::quantize(dys, k, m, quantize_config(sa, sa.a_granularity)));
+    const QuantizedTensor qb = cpu::requantize_transposed(cpu::quantize(xs, k, n, quantize_config(sb, sb.a_granularity)));
+    const std::vector<float> out = cpu::gemm_nt(qa, qb, call.precision.gemm);
+    for (std::size_t i = 0; i < out.size(); ++i) dw.data()[i] = accumulate ? dw.data()[i] + out[i] : out[i];
+  } else {
+    throw std::logic_error("fp8 GEMMs run in an FP32 step only");
+  }
+}
+
+template void fprop(const GemmCall&, const Tensor<float>&, const Tensor<float>&, Tensor<float>&);
+template void fprop(const GemmCall&, const Tensor<double>&, const Tensor<double>&, Tensor<double>&);
+template void dgrad(const GemmCall&, const Tensor<float>&, const Tensor<float>&, Tensor<float>&);
+template void dgrad(const GemmCall&, const Tensor<double>&, const Tensor<double>&, Tensor<double>&);
+template void wgrad(const GemmCall&, const Tensor<float>&, const Tensor<float>&, Tensor<float>&, bool, std::int64_t, std::int64_t);
+template void wgrad(const GemmCall&, const Tensor<double>&, const Tensor<double>&, Tensor<double>&, bool, std::int64_t, std::int64_t);
+
+}  // namespace fp8lab::train

@@ -1,0 +1,42 @@
+#pragma once
+// A linear layer's three GEMMs, dispatched by the precision recipe. Every operand copy a
+// GEMM makes (transposes, BF16/FP16-rounded operands, FP8 codes and scales) is counted in
+// the ledger as gemm_workspace for the GEMM's duration; in shapes-only mode nothing is
+// computed but the same buffers are counted. (FP8 codes and scales live in the CPU
+// quantizer's own vectors; the ledger buffer of their size is the reservation a device
+// would make, so allocating and shapes-only runs count the same bytes.)
+//
+// Order of the sums (non-FP8 kinds): every output element sums its K products in order of K
+// from the value it starts from (0, or the existing C when accumulating), one rounding per
+// product and per addition. So a GEMM whose K is split into consecutive slices, accumulated
+// slice after slice, gives the very bits of one pass: what `slices:S` relies on. FP8 GEMMs
+// run cpu::gemm_nt, whose promotion restarts per call: there, slicing K changes the bits.
+#include <cstdint>
+#include <string>
+
+#include "kernels/memory_ledger.hpp"
+#include "kernels/train/precision_recipe.hpp"
+#include "kernels/train/tensor.hpp"
+
+namespace fp8lab::train {
+
+struct GemmCall {
+  MemoryLedger& ledger;
+  const GemmPrecision& precision;
+  const GemmPrecision* requantize_source_a = nullptr;  // Wgrad re-quantization: dY's Dgrad precision
+  const GemmPrecision* requantize_source_b = nullptr;  // ... and X's Fprop precision
+  int element_bytes = 4;                                // of Real, as counted
+};
+
+// Y = X W^T   (X: rows x in, W: out x in, Y: rows x out)
+template <class Real>
+void fprop(const GemmCall& call, const Tensor<Real>& x, const Tensor<Real>& w, Tensor<Real>& y);
+// dX = dY W   (dY: rows x out, W: out x in, dX: rows x in)
+template <class Real>
+void dgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& w, Tensor<Real>& dx);
+// dW (+)= dY^T X over rows [row_begin, row_end) of dY and X (dW: out x in).
+template <class Real>
+void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, Tensor<Real>& dw, bool accumulate,
+           std::int64_t row_begin, std::int64_t row_end);
+
+}  // namespace fp8lab::train

@@ -1,0 +1,79 @@
+#pragma once
+// A precision recipe: how every linear layer's three GEMMs are computed, as data.
+//   Fprop  Y  = X W^T      A = X (T x in),     B = W (out x in)
+//   Dgrad  dX = dY W       A = dY (T x out),   B = W^T (in x out)
+//   Wgrad  dW = dY^T X     A = dY^T (out x T), B = X^T (in x T)
+// (every GEMM in the NT form C = A B^T of kernels/gemm_config.hpp, K-major operands).
+// Non-GEMM ops (RMSNorm, RoPE, softmax, SwiGLU, residual adds, loss) run in the step's
+// compute precision: FP64 for the fp64 recipe, FP32 for every other one (`elementwise`).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/gemm_config.hpp"
+#include "kernels/quantization.hpp"
+#include "kernels/train/model_config.hpp"
+
+namespace fp8lab::train {
+
+enum class GemmKind { fprop, dgrad, wgrad };
+inline constexpr GemmKind kGemmKinds[] = {GemmKind::fprop, GemmKind::dgrad, GemmKind::wgrad};
+const char* gemm_kind_name(GemmKind kind);
+
+struct GemmPrecision {
+  // fp64: FP64 operands and sums; fp32: FP32 operands, FP32 sums in order of K;
+  // bf16 / fp16: operands rounded (RNE) to BF16 / FP16, FP32 sums; fp8: quantized operands
+  // through the CPU emulation of the FP8 tensor-core GEMM.
+  enum class Kind { fp64, fp32, bf16, fp16, fp8 };
+  Kind kind = Kind::fp32;
+  // fp8 only. One format for both operands (the GEMM emulation refuses mixed formats, so
+  // the E5M2-backward hybrid quantizes both operands of Dgrad and Wgrad to E5M2).
+  Fp8Format format = Fp8Format::e4m3;
+  Granularity a_granularity = Granularity::tile(128), b_granularity = Granularity::block(128);
+  ScaleRule scale_rule = ScaleRule::fp32;
+  GemmConfig gemm;  // accumulation model, promotion interval N_C (output FP32)
+  // Wgrad only: take A = dY^T and B = X^T by re-quantizing the 1xT-quantized dY (of Dgrad)
+  // and X (of Fprop) transposed (DeepSeek-V3's path, two roundings; needs tile:1xT on the
+  // A operands of Fprop and Dgrad and the same format), instead of quantizing the
+  // transposes from their high-precision values.
+  bool requantize_transposed = false;
+
+  static GemmPrecision plain(Kind kind) {
+    GemmPrecision p;
+    p.kind = kind;
+    return p;
+  }
+  std::string describe() const;
+  // The kind, and for fp8 every field (the others are unused by the other kinds).
+  bool operator==(const GemmPrecision& other) const;
+};
+const char* gemm_precision_kind_name(GemmPrecision::Kind kind);
+GemmPrecision::Kind parse_gemm_precision_kind(std::string_view text);  // throws std::invalid_argument
+
+// Per-layer override (precision decoupling): `layer` is a linear layer name ("L3.wo",
+// "classifier") or "*.<kind>" for that kind in every layer; unset kinds keep the recipe's.
+struct LayerOverride {
+  std::string layer;
+  std::optional<GemmPrecision> fprop, dgrad, wgrad;
+};
+
+struct PrecisionRecipe {
+  std::string name;
+  GemmPrecision fprop, dgrad, wgrad;
+  std::vector<LayerOverride> overrides;  // later ones win
+
+  bool fp64() const;                     // the step then computes in FP64 throughout
+  const char* elementwise() const { return fp64() ? "fp64" : "fp32"; }
+  const GemmPrecision& resolve(const std::string& layer, GemmKind kind) const;
+  // Throws std::invalid_argument naming the field: an override for a layer the model
+  // lacks, fp64 mixed with other kinds, requantize_transposed without tile:1xT A operands.
+  void validate(const ModelConfig& model) const;
+};
+
+// fp64, fp32, bf16, fp16, deepseek_v3 (E4M3, 1x128 activations / 128x128 weights, hopper
+// N_C 128, Wgrad re-quantized, classifier in BF16), hybrid (E4M3 Fprop, E5M2 Dgrad/Wgrad,
+// per-tensor scales, hopper N_C 128).
+PrecisionRecipe named_recipe(std::string_view name);  // throws std::invalid_argument listing names
+
+}  // namespace fp8lab::train

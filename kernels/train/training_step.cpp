@@ -1,0 +1,400 @@
+#include "kernels/train/training_step.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "kernels/cpu/quantize.hpp"
+#include "kernels/train/backward_ops.hpp"
+#include "kernels/train/flop_count.hpp"
+#include "kernels/train/forward_ops.hpp"
+#include "kernels/train/linear_gemm.hpp"
+#include "kernels/train/model_weights.hpp"
+
+namespace fp8lab::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// What DeepSeek-V3 caches linear inputs as: E4M3, 1x128 tiles, FP32 scales.
+const QuantizeConfig kFp8Cache{Fp8Format::e4m3, Granularity::tile(128), ScaleRule::fp32};
+
+template <class Real>
+struct SavedSlot {
+  Keep keep = Keep::keep;
+  Tensor<Real> value;      // keep
+  QuantizedTensor fp8;     // fp8 (codes and scales; the ledger counts their bytes in fp8_bytes)
+  DeviceBuffer fp8_bytes;
+};
+
+template <class Real>
+class Step {
+ public:
+  Step(const StepInput& in, const PrecisionRecipe& recipe, const ActivationPolicy& policy, MemoryLedger& ledger)
+      : in_(in), recipe_(recipe), policy_(policy), ledger_(ledger), c_(in.model),
+        eb_(ledger.shapes_only() && in.element_bytes > 0 ? in.element_bytes : static_cast<int>(sizeof(Real))),
+        T_(ledger.shapes_only() && in.tokens.empty() ? in.positions : static_cast<std::int64_t>(in.tokens.size())) {}
+
+  StepResult run() {
+    StepResult result;
+    StepReport& r = result.report;
+    r.model = c_.name;
+    r.recipe = recipe_.name;
+    r.policy = policy_.spec;
+    r.tokens = T_;
+    r.shapes_only = ledger_.shapes_only();
+    ledger_.begin_phase("setup");
+    w_ = allocate_weights<Real>(c_, ledger_, MemoryCategory::weights, eb_);
+    if (!r.shapes_only) copy_weights(*in_.weights, w_);
+    grad_ = allocate_weights<Real>(c_, ledger_, MemoryCategory::gradients, eb_);
+
+    const auto start = Clock::now();
+    Tensor<Real> dlogits = forward(r);
+    if (compute() && in_.loss_scale != 1.0)  // the scaled loss's gradient, rounded once per element
+      for (Real& g : dlogits.span()) g = static_cast<Real>(g * in_.loss_scale);
+    r.forward_seconds = seconds_since(start);
+    const auto backward_start = Clock::now();
+    backward(std::move(dlogits), r);
+    r.backward_seconds = seconds_since(backward_start);
+    r.step_seconds = seconds_since(start);
+
+    for (std::size_t k = 0; k < kMemoryCategories; ++k) r.peak_bytes[k] = ledger_.peak(static_cast<MemoryCategory>(k));
+    r.peak_bytes_total = ledger_.peak_total();
+    r.phases = ledger_.phases();
+    report_plan(r);
+    if (!r.shapes_only)
+      grad_.for_each([&](const std::string& name, const Tensor<Real>& t) {
+        result.gradients.push_back({name, t.rows, t.cols, std::vector<double>(t.data(), t.data() + t.size())});
+      });
+    return result;
+  }
+
+ private:
+  Tensor<Real> make(std::int64_t rows, std::int64_t cols, MemoryCategory cat) {
+    return make_tensor<Real>(ledger_, rows, cols, cat, eb_);
+  }
+  Tensor<Real> make(Saved s, MemoryCategory cat) {
+    const Shape sh = saved_shape(s, c_, T_);
+    return make(sh.rows, sh.cols, cat);
+  }
+  bool compute() const { return !ledger_.shapes_only(); }
+  GemmCall call(const std::string& layer, GemmKind kind) const {
+    return {ledger_, recipe_.resolve(layer, kind), &recipe_.resolve(layer, GemmKind::dgrad),
+            &recipe_.resolve(layer, GemmKind::fprop), eb_};
+  }
+  static std::string name(int l, const char* kind) { return "L" + std::to_string(l) + "." + kind; }
+
+  // Computes saved tensor s of block l from `have` (its inputs) into a new tensor of `cat`.
+  // Used alike by forward and by recompute, so a recomputed tensor is the same computation.
+  Tensor<Real> produce(int l, Saved s, const std::array<const Tensor<Real>*, kSavedCount>& have, MemoryCategory cat) {
+    const LayerWeights<Real>& w = w_.layers[static_cast<std::size_t>(l)];
+    const auto in = [&](Saved x) -> const Tensor<Real>& { return *have[static_cast<std::size_t>(x)]; };
+    Tensor<Real> out = make(in(Saved::x_in).rows == T_ ? saved_shape(s, c_, T_).rows : in(Saved::x_in).rows,
+                            saved_shape(s, c_, T_).cols, cat);
+    switch (s) {
+      case Saved::a:
+        if (compute()) rmsnorm_forward(in(Saved::x_in), w.rms_att, out);
+        break;
+      case Saved::q:
+      case Saved::k: {
+        fprop(call(name(l, s == Saved::q ? "wq" : "wk"), GemmKind::fprop), in(Saved::a), s == Saved::q ? w.wq : w.wk, out);
+        if (compute()) rope_inplace(out, c_.head_size(), 1.0);
+        break;
+      }
+      case Saved::v: fprop(call(name(l, "wv"), GemmKind::fprop), in(Saved::a), w.wv, out); break;
+      case Saved::p:
+        if (compute()) attention_scores(in(Saved::q), in(Saved::k), c_.heads, c_.kv_heads, out);
+        break;
+      case Saved::o:
+        if (compute()) attention_output(in(Saved::p), in(Saved::v), c_.heads, c_.kv_heads, out);
+        break;
+      case Saved::x_mid:
+        fprop(call(name(l, "wo"), GemmKind::fprop), in(Saved::o), w.wo, out);
+        if (compute()) add_inplace(out, in(Saved::x_in));
+        break;
+      case Saved::b:
+        if (compute()) rmsnorm_forward(in(Saved::x_mid), w.rms_ffn, out);
+        break;
+      case Saved::h1: fprop(call(name(l, "w1"), GemmKind::fprop), in(Saved::b), w.w1, out); break;
+      case Saved::h3: fprop(call(name(l, "w3"), GemmKind::fprop), in(Saved::b), w.w3, out); break;
+      case Saved::g:
+        if (compute()) swiglu_forward(in(Saved::h1), in(Saved::h3), out);
+        break;
+      case Saved::x_in: throw std::logic_error("x_in has no producer");
+    }
+    return out;
+  }
+
+  // The forward of every block and the head; returns dLoss/dlogits (workspace).
+  Tensor<Real> forward(StepReport& r) {
+    saved_.resize(static_cast<std::size_t>(c_.layers));
+    Tensor<Real> x = make(T_, c_.dim, MemoryCategory::saved_activations);
+    if (compute())
+      for (std::int64_t t = 0; t < T_; ++t)
+        std::memcpy(x.row(t), w_.embedding.row(in_.tokens[static_cast<std::size_t>(t)]), sizeof(Real) * static_cast<std::size_t>(c_.dim));
+    std::size_t saved_before = ledger_.live(MemoryCategory::saved_activations) - x.buffer.bytes();
+    for (int l = 0; l < c_.layers; ++l) {
+      ledger_.begin_phase("forward/L" + std::to_string(l));
+      const BlockPlan& plan = policy_.blocks[static_cast<std::size_t>(l)];
+      auto& slots = saved_[static_cast<std::size_t>(l)];
+      std::array<Tensor<Real>, kSavedCount> out;
+      out[0] = std::move(x);
+      std::array<const Tensor<Real>*, kSavedCount> have{};
+      have[0] = &out[0];
+      for (int s = 1; s < kSavedCount; ++s) {
+        const auto saved = static_cast<Saved>(s);
+        out[static_cast<std::size_t>(s)] =
+            produce(l, saved, have, plan[saved] == Keep::keep ? MemoryCategory::saved_activations : MemoryCategory::workspace);
+        have[static_cast<std::size_t>(s)] = &out[static_cast<std::size_t>(s)];
+      }
+      // x_out = x_mid + g W2^T: the next block's input, saved.
+      x = make(T_, c_.dim, MemoryCategory::saved_activations);
+      fprop(call(name(l, "w2"), GemmKind::fprop), out[static_cast<std::size_t>(Saved::g)], w_.layers[static_cast<std::size_t>(l)].w2, x);
+      if (compute()) add_inplace(x, out[static_cast<std::size_t>(Saved::x_mid)]);
+      for (int s = 0; s < kSavedCount; ++s) {
+        SavedSlot<Real>& slot = slots[static_cast<std::size_t>(s)];
+        slot.keep = plan.saved[static_cast<std::size_t>(s)];
+        Tensor<Real>& value = out[static_cast<std::size_t>(s)];
+        if (slot.keep == Keep::keep) slot.value = std::move(value);
+        if (slot.keep == Keep::fp8) {
+          slot.fp8_bytes = ledger_.allocate(static_cast<std::size_t>(kept_bytes(static_cast<Saved>(s), Keep::fp8, c_, T_, eb_)),
+                                            MemoryCategory::saved_activations);
+          if (compute()) {
+            const std::vector<float> values(value.data(), value.data() + value.size());
+            slot.fp8 = cpu::quantize(values, value.rows, value.cols, kFp8Cache);
+          }
+        }
+        value = Tensor<Real>();
+      }
+      const std::size_t now = ledger_.live(MemoryCategory::saved_activations) - x.buffer.bytes();
+      r.saved_bytes_per_block.push_back(now - saved_before);
+      saved_before = now;
+    }
+    ledger_.begin_phase("forward/head");
+    x_last_ = std::move(x);
+    final_norm_ = make(T_, c_.dim, MemoryCategory::saved_activations);
+    if (compute()) rmsnorm_forward(x_last_, w_.rms_final, final_norm_);
+    r.saved_activation_bytes = ledger_.live(MemoryCategory::saved_activations);
+    Tensor<Real> logits = make(T_, c_.vocab, MemoryCategory::workspace);
+    fprop(call("classifier", GemmKind::fprop), final_norm_, w_.embedding, logits);
+    r.loss = compute() ? cross_entropy_inplace(logits, in_.tokens.data()) : std::numeric_limits<double>::quiet_NaN();
+    return logits;
+  }
+
+  // What backward of block l reads: kept tensors in place, FP8 ones dequantized and the
+  // dropped ones recomputed (both in recompute_workspace). With slices, the MLP tensors are
+  // left to the sliced pass.
+  std::array<Tensor<Real>, kSavedCount> materialize(int l, std::array<const Tensor<Real>*, kSavedCount>& have,
+                                                    StepReport& r) {
+    const auto start = Clock::now();
+    auto& slots = saved_[static_cast<std::size_t>(l)];
+    std::array<Tensor<Real>, kSavedCount> made;
+    for (int s = 0; s < kSavedCount; ++s) {
+      SavedSlot<Real>& slot = slots[static_cast<std::size_t>(s)];
+      if (slot.keep == Keep::keep) have[static_cast<std::size_t>(s)] = &slot.value;
+      if (slot.keep == Keep::fp8) {
+        made[static_cast<std::size_t>(s)] = make(static_cast<Saved>(s), MemoryCategory::recompute_workspace);
+        if (compute()) {
+          const std::vector<float> values = cpu::dequantize(slot.fp8);
+          std::copy(values.begin(), values.end(), made[static_cast<std::size_t>(s)].data());
+        }
+        have[static_cast<std::size_t>(s)] = &made[static_cast<std::size_t>(s)];
+      }
+    }
+    const auto needed = recompute_closure(policy_.blocks[static_cast<std::size_t>(l)]);
+    for (int s = 1; s < kSavedCount; ++s) {
+      const auto saved = static_cast<Saved>(s);
+      if (!needed[static_cast<std::size_t>(s)] || (policy_.slices > 0 && is_mlp(saved))) continue;
+      made[static_cast<std::size_t>(s)] = produce(l, saved, have, MemoryCategory::recompute_workspace);
+      have[static_cast<std::size_t>(s)] = &made[static_cast<std::size_t>(s)];
+    }
+    r.recompute_seconds += seconds_since(start);
+    return made;
+  }
+  static bool is_mlp(Saved s) { return s == Saved::b || s == Saved::h1 || s == Saved::h3 || s == Saved::g; }
+
+  // MLP backward, one slice of positions at a time (one slice of T when not slicing):
+  // returns dLoss/dx_mid. Row-independent ops and Wgrads accumulated slice after slice.
+  Tensor<Real> mlp_backward(int l, const Tensor<Real>& dx, std::array<const Tensor<Real>*, kSavedCount>& have,
+                            StepReport& r) {
+    const LayerWeights<Real>& w = w_.layers[static_cast<std::size_t>(l)];
+    LayerWeights<Real>& gw = grad_.layers[static_cast<std::size_t>(l)];
+    const int slices = std::max(1, policy_.slices);
+    const std::int64_t rows = T_ / slices;
+    Tensor<Real> dx_mid = make(T_, c_.dim, MemoryCategory::workspace);
+    const auto at = [&](Saved s) -> const Tensor<Real>& { return *have[static_cast<std::size_t>(s)]; };
+    for (int sl = 0; sl < slices; ++sl) {
+      const std::int64_t r0 = sl * rows, r1 = r0 + rows;
+      std::array<Tensor<Real>, kSavedCount> part;
+      std::array<const Tensor<Real>*, kSavedCount> slice_have{};
+      part[static_cast<std::size_t>(Saved::x_in)] = row_view(at(Saved::x_in), r0, r1);
+      part[static_cast<std::size_t>(Saved::x_mid)] = row_view(at(Saved::x_mid), r0, r1);
+      slice_have[static_cast<std::size_t>(Saved::x_in)] = &part[static_cast<std::size_t>(Saved::x_in)];
+      slice_have[static_cast<std::size_t>(Saved::x_mid)] = &part[static_cast<std::size_t>(Saved::x_mid)];
+      for (Saved s : {Saved::b, Saved::h1, Saved::h3, Saved::g}) {
+        if (policy_.slices > 0) {
+          const auto start = Clock::now();
+          part[static_cast<std::size_t>(s)] = produce(l, s, slice_have, MemoryCategory::recompute_workspace);
+          r.recompute_seconds += seconds_since(start);
+        } else {
+          part[static_cast<std::size_t>(s)] = row_view(at(s), r0, r1);
+        }
+        slice_have[static_cast<std::size_t>(s)] = &part[static_cast<std::size_t>(s)];
+      }
+      const Tensor<Real> dxs = row_view(dx, r0, r1);
+      Tensor<Real> dxm = row_view(dx_mid, r0, r1);
+      const bool acc = sl > 0;
+      const Tensor<Real>& b = part[static_cast<std::size_t>(Saved::b)];
+      Tensor<Real> dg = make(rows, c_.hidden, MemoryCategory::workspace);
+      dgrad(call(name(l, "w2"), GemmKind::dgrad), dxs, w.w2, dg);
+      wgrad(call(name(l, "w2"), GemmKind::wgrad), dxs, part[static_cast<std::size_t>(Saved::g)], gw.w2, acc, 0, rows);
+      Tensor<Real> dh1 = make(rows, c_.hidden, MemoryCategory::workspace), dh3 = make(rows, c_.hidden, MemoryCategory::workspace);
+      if (compute()) swiglu_backward(part[static_cast<std::size_t>(Saved::h1)], part[static_cast<std::size_t>(Saved::h3)], dg, dh1, dh3);
+      dg = Tensor<Real>();
+      wgrad(call(name(l, "w1"), GemmKind::wgrad), dh1, b, gw.w1, acc, 0, rows);
+      wgrad(call(name(l, "w3"), GemmKind::wgrad), dh3, b, gw.w3, acc, 0, rows);
+      Tensor<Real> db = make(rows, c_.dim, MemoryCategory::workspace);
+      {
+        Tensor<Real> db3 = make(rows, c_.dim, MemoryCategory::workspace);
+        dgrad(call(name(l, "w1"), GemmKind::dgrad), dh1, w.w1, db);
+        dgrad(call(name(l, "w3"), GemmKind::dgrad), dh3, w.w3, db3);
+        if (compute()) add_inplace(db, db3);
+      }
+      dh1 = Tensor<Real>();
+      dh3 = Tensor<Real>();
+      if (compute()) {
+        rmsnorm_backward(part[static_cast<std::size_t>(Saved::x_mid)], w.rms_ffn, db, dxm, gw.rms_ffn);
+        add_inplace(dxm, dxs);
+      }
+    }
+    return dx_mid;
+  }
+
+  Tensor<Real> attention_block_backward(int l, const Tensor<Real>& dx_mid, std::array<const Tensor<Real>*, kSavedCount>& have) {
+    const LayerWeights<Real>& w = w_.layers[static_cast<std::size_t>(l)];
+    LayerWeights<Real>& gw = grad_.layers[static_cast<std::size_t>(l)];
+    const auto at = [&](Saved s) -> const Tensor<Real>& { return *have[static_cast<std::size_t>(s)]; };
+    Tensor<Real> d_o = make(T_, c_.dim, MemoryCategory::workspace);
+    dgrad(call(name(l, "wo"), GemmKind::dgrad), dx_mid, w.wo, d_o);
+    wgrad(call(name(l, "wo"), GemmKind::wgrad), dx_mid, at(Saved::o), gw.wo, false, 0, T_);
+    Tensor<Real> dq = make(T_, c_.dim, MemoryCategory::workspace), dk = make(T_, c_.kv_dim(), MemoryCategory::workspace),
+                 dv = make(T_, c_.kv_dim(), MemoryCategory::workspace);
+    if (compute()) {
+      attention_backward(at(Saved::p), at(Saved::q), at(Saved::k), at(Saved::v), d_o, c_.heads, c_.kv_heads, dq, dk, dv);
+      rope_inplace(dq, c_.head_size(), -1.0);  // rotations are orthogonal: the gradient rotates back
+      rope_inplace(dk, c_.head_size(), -1.0);
+    }
+    d_o = Tensor<Real>();
+    const Tensor<Real>& a = at(Saved::a);
+    wgrad(call(name(l, "wq"), GemmKind::wgrad), dq, a, gw.wq, false, 0, T_);
+    wgrad(call(name(l, "wk"), GemmKind::wgrad), dk, a, gw.wk, false, 0, T_);
+    wgrad(call(name(l, "wv"), GemmKind::wgrad), dv, a, gw.wv, false, 0, T_);
+    Tensor<Real> da = make(T_, c_.dim, MemoryCategory::workspace);
+    {
+      Tensor<Real> part = make(T_, c_.dim, MemoryCategory::workspace);
+      dgrad(call(name(l, "wq"), GemmKind::dgrad), dq, w.wq, da);
+      dgrad(call(name(l, "wk"), GemmKind::dgrad), dk, w.wk, part);
+      if (compute()) add_inplace(da, part);
+      dgrad(call(name(l, "wv"), GemmKind::dgrad), dv, w.wv, part);
+      if (compute()) add_inplace(da, part);
+    }
+    dq = Tensor<Real>();
+    dk = Tensor<Real>();
+    dv = Tensor<Real>();
+    Tensor<Real> dx = make(T_, c_.dim, MemoryCategory::workspace);
+    if (compute()) {
+      rmsnorm_backward(at(Saved::x_in), w.rms_att, da, dx, gw.rms_att);
+      add_inplace(dx, dx_mid);
+    }
+    return dx;
+  }
+
+  void backward(Tensor<Real> dlogits, StepReport& r) {
+    ledger_.begin_phase("backward/head");
+    grad_dx_ = make(T_, c_.dim, MemoryCategory::workspace);
+    {
+      wgrad(call("classifier", GemmKind::wgrad), dlogits, final_norm_, grad_.embedding, false, 0, T_);
+      Tensor<Real> dnorm = make(T_, c_.dim, MemoryCategory::workspace);
+      dgrad(call("classifier", GemmKind::dgrad), dlogits, w_.embedding, dnorm);
+      dlogits = Tensor<Real>();
+      if (compute()) rmsnorm_backward(x_last_, w_.rms_final, dnorm, grad_dx_, grad_.rms_final);
+    }
+    final_norm_ = Tensor<Real>();
+    x_last_ = Tensor<Real>();
+    for (int l = c_.layers - 1; l >= 0; --l) {
+      ledger_.begin_phase("backward/L" + std::to_string(l));
+      std::array<const Tensor<Real>*, kSavedCount> have{};
+      std::array<Tensor<Real>, kSavedCount> made = materialize(l, have, r);
+      Tensor<Real> dx_mid = mlp_backward(l, grad_dx_, have, r);
+      grad_dx_ = Tensor<Real>();
+      grad_dx_ = attention_block_backward(l, dx_mid, have);
+      made = {};
+      saved_[static_cast<std::size_t>(l)] = {};
+    }
+    if (compute()) embedding_backward(grad_dx_, in_.tokens.data(), grad_.embedding);
+    grad_dx_ = Tensor<Real>();
+  }
+
+  void report_plan(StepReport& r) const {
+    double none_bytes = 0, kept = 0;
+    int any = 0, full = 0;
+    for (const BlockPlan& plan : policy_.blocks) {
+      for (int s = 0; s < kSavedCount; ++s) {
+        none_bytes += static_cast<double>(kept_bytes(static_cast<Saved>(s), Keep::keep, c_, T_, eb_));
+        kept += static_cast<double>(kept_bytes(static_cast<Saved>(s), plan.saved[static_cast<std::size_t>(s)], c_, T_, eb_));
+      }
+      r.recompute_flops += recompute_flops(plan, c_, T_);
+      any += plan.any_recompute();
+      full += plan.fully_recomputed();
+    }
+    r.activation_bytes_not_kept_fraction = 1.0 - kept / none_bytes;
+    r.step_flops = flops::step_without_recompute(c_, static_cast<double>(T_));
+    r.recompute_flops_fraction = r.recompute_flops / r.step_flops;
+    r.layers_recomputed_fraction = static_cast<double>(any) / c_.layers;
+    r.layers_fully_recomputed_fraction = static_cast<double>(full) / c_.layers;
+  }
+
+  const StepInput& in_;
+  const PrecisionRecipe& recipe_;
+  const ActivationPolicy& policy_;
+  MemoryLedger& ledger_;
+  ModelConfig c_;
+  int eb_;
+  std::int64_t T_;
+  ModelWeights<Real> w_, grad_;
+  std::vector<std::array<SavedSlot<Real>, kSavedCount>> saved_;
+  Tensor<Real> x_last_, final_norm_, grad_dx_;
+
+};
+
+}  // namespace
+
+StepResult run_training_step(const StepInput& input, const PrecisionRecipe& recipe, const ActivationPolicy& policy,
+                             MemoryLedger& ledger) {
+  input.model.validate();
+  recipe.validate(input.model);
+  const std::int64_t T =
+      ledger.shapes_only() && input.tokens.empty() ? input.positions : static_cast<std::int64_t>(input.tokens.size());
+  if (T < 2) throw std::invalid_argument("tokens: a step needs at least 2 positions, not " + std::to_string(T));
+  if (!(input.loss_scale > 0) || !std::isfinite(input.loss_scale))
+    throw std::invalid_argument("loss_scale: must be finite and > 0, not " + std::to_string(input.loss_scale));
+  if (static_cast<int>(policy.blocks.size()) != input.model.layers)
+    throw std::invalid_argument("policy '" + policy.spec + "' was made for " + std::to_string(policy.blocks.size()) +
+                                " blocks, the model has " + std::to_string(input.model.layers));
+  if (policy.slices > 0 && T % policy.slices != 0)
+    throw std::invalid_argument("policy '" + policy.spec + "': " + std::to_string(policy.slices) + " slices do not divide " +
+                                std::to_string(T) + " positions");
+  if (!ledger.shapes_only()) {
+    if (!input.weights) throw std::invalid_argument("weights: an allocating step needs weights");
+    for (int t : input.tokens)
+      if (t < 0 || t >= input.model.vocab)
+        throw std::invalid_argument("tokens: " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(input.model.vocab));
+  }
+  if (recipe.fp64()) return Step<double>(input, recipe, policy, ledger).run();
+  return Step<float>(input, recipe, policy, ledger).run();
+}
+
+}  // namespace fp8lab::train

@@ -1,0 +1,110 @@
+"""fp8lab.gemm against `fp8lab gemm --out`, bit for bit: defaults, every accumulation model
+kind, promotion, format, scale rule, granularity pair and output type (combinations the CLI
+refuses must be refused by Python with the same message); errors=True against --json."""
+import json
+import os
+import sys
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from cli_support import CliTestCase, operand  # noqa: E402
+
+import fp8lab  # noqa: E402
+
+ACCUMULATIONS = ["hopper", "hopper,zero:min", "fp32", "bits:10,depth:16,round:rne",
+                 "bits:13,depth:32,round:rz,zero:min", "bits:24,depth:64,round:rz"]
+PROMOTIONS = [32, 128, 256, "never"]
+GRANULARITY_PAIRS = [("tile:1x128", "block:128x128"), ("row", "row"), ("tensor", "tensor"),
+                     ("tile:1x32", "tile:1x64"), ("block:64x64", "row"), ("tile:1x16", "block:16x16"),
+                     ("row", "block:512x512")]
+
+
+class GemmMatchesCli(CliTestCase):
+    def setUp(self):
+        super().setUp()
+        # K = 320: no multiple of 128, so the last tile along K is padded; M, N not multiples of 16.
+        self.a = operand(36, 320, seed=11, outlier_columns=(4, 200))
+        self.b = operand(28, 320, seed=12)
+        self.a_path, self.b_path = self.save("a.npy", self.a), self.save("b.npy", self.b)
+
+    def check(self, cli_options, **kwargs):
+        """Same bits as the CLI when it computes; the same refusal when it refuses."""
+        out = self.path("c.npy")
+        code, _, err = self.cli("gemm", "--a", self.a_path, "--b", self.b_path, "--out", out, *cli_options)
+        if code == 0:
+            self.assertSameArray(fp8lab.gemm(self.a, self.b, **kwargs), np.load(out))
+            return True
+        self.assertEqual(code, 2, err)
+        with self.assertRaises(ValueError) as refused:
+            fp8lab.gemm(self.a, self.b, **kwargs)
+        self.assertEqual("fp8lab: " + str(refused.exception), err.strip())
+        return False
+
+    def test_defaults_are_the_clis(self):
+        self.assertTrue(self.check([]))
+
+    def test_accumulation_promotion_and_format(self):
+        computed = refused = 0
+        for accum in ACCUMULATIONS:
+            for promotion in PROMOTIONS:
+                for fmt in ["e4m3", "e5m2"]:
+                    with self.subTest(accum=accum, promotion=promotion, format=fmt):
+                        ok = self.check(["--accum", accum, "--promotion", str(promotion), "--format", fmt],
+                                        accum=accum, promotion=promotion, format=fmt)
+                        computed, refused = computed + ok, refused + (not ok)
+        # Both paths must have been exercised: 'never' with 1x128 tiles and N_C 32 with depth 64 are refused.
+        self.assertGreater(computed, 0)
+        self.assertGreater(refused, 0)
+
+    def test_granularities_outputs_and_scale_rules(self):
+        for ga, gb in GRANULARITY_PAIRS:
+            for promotion in [128, "never"]:
+                for output in ["fp32", "bf16"]:
+                    for scale in ["fp32", "pow2"]:
+                        with self.subTest(a=ga, b=gb, promotion=promotion, output=output, scale=scale):
+                            self.check(["--a-granularity", ga, "--b-granularity", gb, "--promotion", str(promotion),
+                                        "--output", output, "--scale", scale],
+                                       a_granularity=ga, b_granularity=gb, promotion=promotion, output=output,
+                                       scale=scale)
+
+    def test_bf16_output_is_representable_in_bf16(self):
+        c = fp8lab.gemm(self.a, self.b, output="bf16")
+        self.assertTrue(np.all((c.view(np.uint32) & 0xFFFF) == 0))
+
+    def test_errors_equal_the_cli_json_report(self):
+        report = json.loads(self.cli_ok("gemm", "--a", self.a_path, "--b", self.b_path, "--json"))
+        c, errors = fp8lab.gemm(self.a, self.b, errors=True)
+        self.assertEqual(c.shape, (36, 28))
+        for name, cli_name in [("quantization", "quantization"), ("accumulation", "accumulation_error"),
+                               ("total", "total")]:
+            for metric, value in errors[name].items():
+                with self.subTest(error=name, metric=metric):
+                    # nlohmann::json prints doubles with 17 significant digits: they read back exactly.
+                    self.assertEqual(value, report[cli_name][metric])
+
+
+class GemmInputs(unittest.TestCase):
+    def test_views_give_the_copys_result(self):
+        big = operand(48, 512, seed=13, outlier_columns=(9,))
+        a_view, b_view = big[:20, 128:384], big[20:, ::2][:, :256]  # the second is strided
+        self.assertNotEqual(fp8lab._operand_address(a_view), a_view.ctypes.data)  # rows strided by 512: copied
+        expected = fp8lab.gemm(np.ascontiguousarray(a_view), np.ascontiguousarray(b_view))
+        np.testing.assert_array_equal(fp8lab.gemm(a_view, b_view), expected)
+        np.testing.assert_array_equal(fp8lab.gemm(a_view.astype(np.float64), b_view), expected)  # exact widening
+
+    def test_threads_do_not_change_the_bits(self):
+        a, b = operand(33, 256, seed=14), operand(17, 256, seed=15)
+        np.testing.assert_array_equal(fp8lab.gemm(a, b, threads=1), fp8lab.gemm(a, b))
+
+    def test_result_owns_its_memory(self):
+        a, b = operand(8, 128, seed=16), operand(8, 128, seed=17)
+        c = fp8lab.gemm(a, b)
+        self.assertEqual(c.dtype, np.float32)
+        self.assertTrue(c.flags.c_contiguous)
+        self.assertFalse(np.shares_memory(c, a) or np.shares_memory(c, b))
+
+
+if __name__ == "__main__":
+    unittest.main()
