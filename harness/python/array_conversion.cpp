@@ -46,8 +46,11 @@ FlatArray<float> float32_values(py::handle object, const std::string& label) {
     dtype = npy_descr_dtype(npy_descr(array), label);
     if (dtype != DType::f32) {
       const py::array bytes = contiguous(array);
-      out.converted = to_float32(dtype, {static_cast<const std::byte*>(bytes.data()), static_cast<std::size_t>(bytes.nbytes())},
-                                 label);
+      // nbytes from NumPy itself: Debian's pybind11 2.10 computes py::array::nbytes() from the
+      // NumPy 1 layout of the dtype struct, which under NumPy 2 reads 0 (found by the peers
+      // test pyapi_dlpack_test.py, whose venv has NumPy 2: every float64/float16 input failed)
+      const auto nbytes = bytes.attr("nbytes").cast<std::size_t>();
+      out.converted = to_float32(dtype, {static_cast<const std::byte*>(bytes.data()), nbytes}, label);
       out.values = out.converted;
       return out;
     }
