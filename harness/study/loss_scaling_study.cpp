@@ -23,6 +23,7 @@
 #include "harness/gradient_format_loss.hpp"
 #include "harness/metrics/error_metrics.hpp"
 #include "harness/real_gradients.hpp"
+#include "harness/study/integer_axis_value.hpp"
 #include "harness/study/study_kind.hpp"
 
 namespace fp8lab {
@@ -33,15 +34,7 @@ constexpr int kMinLog2Scale = 0, kMaxLog2Scale = 64;
 constexpr int kMaxSigma = 32;
 
 std::int64_t parse_integer(const std::string& axis, const std::string& v, std::int64_t low, std::int64_t high) {
-  std::size_t used = 0;
-  std::int64_t x = 0;
-  try {
-    x = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size())
-    throw std::invalid_argument(axis + " '" + v + "' is not an integer");
+  const std::int64_t x = parse_integer_axis_value(axis, v);
   if (x < low || x > high)
     throw std::invalid_argument(axis + " " + v + " is outside " + std::to_string(low) + ".." + std::to_string(high));
   return x;

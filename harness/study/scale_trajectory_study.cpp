@@ -13,6 +13,7 @@
 
 #include "data/llama2c_checkpoint.hpp"
 #include "harness/scale_trajectory.hpp"
+#include "harness/study/integer_axis_value.hpp"
 #include "harness/study/study_kind.hpp"
 #include "kernels/train/model_config.hpp"
 
@@ -20,14 +21,7 @@ namespace fp8lab {
 namespace {
 
 std::int64_t parse_whole(const std::string& axis, const std::string& v, std::int64_t low) {
-  std::size_t used = 0;
-  std::int64_t x = 0;
-  try {
-    x = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size()) throw std::invalid_argument(axis + " '" + v + "' is not an integer");
+  const std::int64_t x = parse_integer_axis_value(axis, v);
   if (x < low) throw std::invalid_argument(axis + " " + v + " must be >= " + std::to_string(low));
   return x;
 }
