@@ -56,6 +56,7 @@ using detail::promotes_after;
 constexpr std::int64_t kKBlock = 512;      // elements of K per cache block (rounded to instructions)
 constexpr std::int64_t kRowChunk = 64;     // rows per task
 constexpr std::int64_t kPanelChunk = 16;   // panels per task
+static_assert(kPanelChunk % detail::kGroupPanels == 0, "tasks hold whole groups of panels");
 
 // ---- scalar model: the definition, element by element --------------------------------
 
@@ -312,6 +313,13 @@ bool vector_path_holds(const AccumulationModel& m) {
 
 void run_task(const GemmProblem& pr, std::int64_t row_begin, std::int64_t row_end, std::int64_t panel_begin,
               std::int64_t panel_end, std::int64_t i_begin, std::int64_t i_end) {
+  if (pr.tile == MicroTile::floor) {  // panel_begin is a whole group (kPanelChunk is a multiple of kGroupPanels)
+    for (std::int64_t panel = panel_begin; panel < panel_end; panel += detail::kGroupPanels)
+      for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile)
+        detail::tile_floor_avx2(pr, r, panel / detail::kGroupPanels, std::min(detail::kGroupPanels, panel_end - panel),
+                                i_begin, i_end);
+    return;
+  }
   if (pr.tile == MicroTile::wide) {
     for (std::int64_t panel = panel_begin; panel < panel_end; ++panel)
       for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile) {
@@ -358,10 +366,15 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
   const std::int64_t depth = config.accumulation.kind == AccumulationModel::Kind::fp32 ? 32 : config.accumulation.depth;
 
   // A's rows are padded to whole 4-row tiles with zero rows (their outputs are dropped).
+  // The floor micro-tile needs finite codes too; a NaN or inf found while packing sends the
+  // problem to the scalar tiles below, so its extra layout is merely unused then.
+  const CpuIsa isa = options.force_generic ? CpuIsa::scalar : active_cpu_isa();
+  const bool floor_tile = isa != CpuIsa::scalar && !options.force_wide_tiles && !options.force_convert_tiles &&
+                          detail::floor_tile_holds(config.accumulation);
   bool all_finite = true;
   const auto zero = config.accumulation.zero_exponent;
-  const PackedA pa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, all_finite);
-  const PackedB pb = detail::pack_b(b, plan, depth, zero, options.cols, all_finite);
+  const PackedA pa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, floor_tile, all_finite);
+  const PackedB pb = detail::pack_b(b, plan, depth, zero, options.cols, floor_tile, all_finite);
   const std::int64_t out_rows = pa.rows, padded_rows = pa.padded_rows;
   const std::int64_t instructions = plan.padded_k / depth;
 
@@ -369,10 +382,12 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
   std::vector<float> acc(static_cast<std::size_t>(padded_rows * state_cols), 0.0f);
   std::vector<float> partial(acc.size(), 0.0f);
   // The vector micro-tiles need finite codes and a sum S that FP32 holds exactly; else scalar.
-  const CpuIsa isa = options.force_generic ? CpuIsa::scalar : active_cpu_isa();
   const bool vector_path = isa != CpuIsa::scalar && all_finite && vector_path_holds(config.accumulation);
   const bool wide = (isa == CpuIsa::avx512 || options.force_wide_tiles) && detail::wide_tile_holds(config.accumulation);
-  const MicroTile tile = !vector_path ? MicroTile::scalar : wide ? MicroTile::wide : MicroTile::avx2;
+  const MicroTile tile = !vector_path ? MicroTile::scalar
+                         : floor_tile ? MicroTile::floor
+                         : wide       ? MicroTile::wide
+                                      : MicroTile::avx2;
   const GemmProblem pr{pa,         pb,          plan,           config.accumulation, depth, instructions,
                        state_cols, acc.data(), partial.data(), tile,                isa == CpuIsa::avx512};
 

@@ -22,6 +22,9 @@ struct GemmOptions {
   std::vector<std::int64_t> rows, cols;
   // tests: the 16-lane micro-tiles that AVX-512 CPUs run, built for AVX2, on an AVX2 CPU
   bool force_wide_tiles = false;
+  // tests: the AVX2 micro-tiles with a conversion per term, for models the floor micro-tile
+  // (gemm_fp8_nt_floor.cpp) would otherwise run
+  bool force_convert_tiles = false;
 };
 
 std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,

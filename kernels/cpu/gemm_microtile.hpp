@@ -10,9 +10,11 @@
 
 namespace fp8lab::cpu::detail {
 
-// Which micro-tile code runs: scalar (the definition), AVX2 (8 lanes), wide (16 lanes: two
-// rows per vector, compiled for AVX-512 where the CPU has it; tests also run it on AVX2).
-enum class MicroTile { scalar, avx2, wide };
+// Which micro-tile code runs: scalar (the definition), AVX2 (8 lanes, a conversion per term),
+// wide (16 lanes: two rows per vector, compiled for AVX-512 where the CPU has it; tests also
+// run it on AVX2), floor (AVX2, an FMA per term plus a count: gemm_fp8_nt_floor.cpp, the
+// truncating fused models on every x86-64 CPU with AVX2, AVX-512 ones included).
+enum class MicroTile { scalar, avx2, wide, floor };
 
 struct GemmProblem {
   const PackedA& a;
@@ -41,6 +43,14 @@ inline std::int64_t interval_of(const GemmProblem& pr, std::int64_t instruction)
 inline bool wide_tile_holds(const AccumulationModel& m) {
   return m.kind == AccumulationModel::Kind::fused && m.rounding == AccumulationModel::Rounding::rz;
 }
+
+// Can the floor micro-tile run this model? Truncation (rz), 4 D 2^F <= 2^22, D <= 127, F <= 21.
+bool floor_tile_holds(const AccumulationModel& m);
+
+// Instructions [i_begin, i_end) for rows row0..row0+3 and the first `panels` (1 to 4) panels of
+// a group of kGroupPanels.
+void tile_floor_avx2(const GemmProblem& pr, std::int64_t row0, std::int64_t group, std::int64_t panels,
+                     std::int64_t i_begin, std::int64_t i_end);
 
 // Instructions [i_begin, i_end) of the fused model for rows row0..row0+3 and one panel.
 void tile_fused_wide_avx512(const GemmProblem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 
 #include "kernels/formats/float_formats.hpp"
@@ -65,8 +66,16 @@ bool unpack_row(const CodeTable& table, const std::uint8_t* codes, std::int64_t 
 
 }  // namespace
 
+std::int8_t lowest_bit_exponent(float v) {
+  if (v == 0.0f) return kLsbOfZero;
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
+  const int biased = static_cast<int>((bits >> 23) & 0xFF);
+  const std::uint32_t significand = (bits & 0x7FFFFFu) | 0x800000u;
+  return static_cast<std::int8_t>(biased - 150 + std::countr_zero(significand));
+}
+
 PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
-               const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool& all_finite) {
+               const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool floor_count, bool& all_finite) {
   const CodeTable& table = table_for(q.config.format, zero);
   const std::vector<std::int64_t> rows = all_or(selection, q.rows);
   const std::int64_t instructions = plan.padded_k / depth;
@@ -100,11 +109,21 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
       p.tile_value[to] = p.value[from];
       p.tile_exponent[to] = static_cast<std::int8_t>(p.exponent[from]);
     }
+  if (floor_count) {
+    p.tile_lsb.resize(p.value.size());
+    p.tile_lsb_offset.resize(p.value.size());
+#pragma omp parallel for
+    for (std::int64_t t = 0; t < static_cast<std::int64_t>(p.tile_value.size()); ++t) {
+      const float v = p.tile_value[static_cast<std::size_t>(t)];
+      p.tile_lsb[static_cast<std::size_t>(t)] = lowest_bit_exponent(v);
+      p.tile_lsb_offset[static_cast<std::size_t>(t)] = v < 0.0f ? static_cast<std::uint8_t>(kGroupCols) : 0;
+    }
+  }
   return p;
 }
 
 PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
-               const std::vector<std::int64_t>& selection, bool& all_finite) {
+               const std::vector<std::int64_t>& selection, bool floor_count, bool& all_finite) {
   const CodeTable& table = table_for(q.config.format, zero);
   const std::vector<std::int64_t> cols = all_or(selection, q.rows);
   const std::int64_t instructions = plan.padded_k / depth;
@@ -132,6 +151,25 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
     }
   all_finite = all_finite && finite;
   p.lane_exponent.assign(p.exponent.begin(), p.exponent.end());  // same [panel][k][lane] order, as int8
+  if (floor_count) {
+    p.groups = (p.panels + kGroupPanels - 1) / kGroupPanels;
+    p.group_exponent.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), static_cast<std::int8_t>(padding_exponent));
+    p.group_lsb.assign(static_cast<std::size_t>(p.groups * p.padded_k * 2 * kGroupCols), kLsbOfZero);
+#pragma omp parallel for
+    for (std::int64_t panel = 0; panel < p.panels; ++panel) {
+      const std::int64_t group = panel / kGroupPanels, column0 = (panel % kGroupPanels) * kPanel;
+      for (std::int64_t k = 0; k < p.padded_k; ++k)
+        for (std::int64_t lane = 0; lane < kPanel; ++lane) {
+          const auto from = static_cast<std::size_t>((panel * p.padded_k + k) * kPanel + lane);
+          const auto row = static_cast<std::size_t>(group * p.padded_k + k);
+          p.group_exponent[row * kGroupCols + static_cast<std::size_t>(column0 + lane)] = static_cast<std::int8_t>(p.exponent[from]);
+          const float v = p.value[from];
+          if (v != 0.0f)
+            p.group_lsb[(row * 2 + (v > 0.0f ? 1 : 0)) * kGroupCols + static_cast<std::size_t>(column0 + lane)] =
+                lowest_bit_exponent(v);
+        }
+    }
+  }
   return p;
 }
 

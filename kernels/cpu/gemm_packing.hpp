@@ -17,6 +17,14 @@ inline constexpr std::int64_t kRowsPerTile = 4;  // A rows per micro-tile
 // Each operand is unpacked with its own format's code table (A and B may differ, E4M3 x E5M2):
 // int8 holds both formats' exponents (E4M3 [-6, 8], E5M2 [-14, 16] with inf/NaN, zero:none's -126).
 
+// The floor-and-count micro-tile (gemm_fp8_nt_floor.cpp) works on groups of 4 panels (32
+// columns) and needs, besides exponents, each code's lowest set bit and sign:
+//   lsb(v) = the exponent of v's lowest set bit (v = odd * 2^lsb), kLsbOfZero for zero, so a
+//   product a b is a multiple of 2^(lsb_a + lsb_b) and of no higher power of two.
+inline constexpr std::int64_t kGroupPanels = 4;
+inline constexpr std::int64_t kGroupCols = kGroupPanels * kPanel;  // 32: one int8 vector
+inline constexpr std::int8_t kLsbOfZero = 127;  // saturating sums with it exceed every threshold
+
 struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` are zero
   std::int64_t rows = 0, padded_rows = 0, padded_k = 0;
   std::vector<float> value;
@@ -25,6 +33,9 @@ struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` 
   std::vector<float> scale;                   // rows x intervals
   std::vector<float> tile_value;              // [row tile][k][row in tile]
   std::vector<std::int8_t> tile_exponent;     // [row tile][k][row in tile]
+  // Floor-and-count layout (empty unless asked for), [row tile][k][row in tile]:
+  std::vector<std::int8_t> tile_lsb;
+  std::vector<std::uint8_t> tile_lsb_offset;  // which half of B's group_lsb row to read: 0 (a >= 0) or 32 (a < 0)
 };
 
 struct PackedB {         // panels of kPanel columns: [panel][k][lane]
@@ -34,15 +45,27 @@ struct PackedB {         // panels of kPanel columns: [panel][k][lane]
   std::vector<std::int32_t> instruction_max;  // panels x instructions
   std::vector<float> scale;                   // [panel][interval][lane]
   std::vector<std::int8_t> lane_exponent;     // [panel][k][lane]
+  // Floor-and-count layout (empty unless asked for), groups of kGroupPanels panels, column
+  // c = panel_in_group * 8 + lane; columns past `cols` hold a zero code:
+  std::int64_t groups = 0;
+  std::vector<std::int8_t> group_exponent;    // [group][k][c]
+  // [group][k][half][c]: half 0 holds lsb(b) where b < 0, half 1 where b > 0, else kLsbOfZero,
+  // so a row with a >= 0 reads half 0 (its negative products) and a row with a < 0 half 1.
+  std::vector<std::int8_t> group_lsb;
 };
 
 // `selection` lists the rows of q to take (all when empty). A's rows are padded with zeros
 // to a multiple of `row_multiple` (whole micro-tiles). `all_finite` is cleared when a taken
 // code is NaN or inf.
 // `zero` is the accumulation model's exponent convention for FP8 zeros (and the K padding).
+// `floor_count` also fills the floor-and-count layout.
 PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
-               const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool& all_finite);
+               const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool floor_count, bool& all_finite);
 PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
-               const std::vector<std::int64_t>& selection, bool& all_finite);
+               const std::vector<std::int64_t>& selection, bool floor_count, bool& all_finite);
+
+// lsb(v) as defined above, for a finite FP32 value whose lowest set bit is a normal-range bit
+// (every FP8 value and every product of two).
+std::int8_t lowest_bit_exponent(float v);
 
 }  // namespace fp8lab::cpu::detail

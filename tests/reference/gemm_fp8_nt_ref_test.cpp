@@ -3,7 +3,8 @@
 //    (reference/fp8_gemm_ref): 0 mismatching bits on ragged shapes (K not a multiple of 32 or
 //    128, M not of 4, N not of 8), every finite code (subnormals, extremes, mixed signs),
 //    wide and positive-only data, every accumulation model and zero convention, every SIMD
-//    path this CPU has (scalar, AVX2, AVX-512) and the 16-lane AVX-512 micro-tile built for AVX2,
+//    path this CPU has (scalar, AVX2, AVX-512: the floor micro-tile where the model allows it),
+//    the AVX2 micro-tile with a conversion per term, and the 16-lane AVX-512 micro-tile built for AVX2,
 //    for both single formats and both mixes (E4M3 x E5M2 and E5M2 x E4M3, as Transformer
 //    Engine's HYBRID backward runs them);
 // 2. against the FP64 GEMM on integer-valued operands with power-of-two scales, where both
@@ -60,12 +61,19 @@ void check_against_model(const QuantizedTensor& a, const QuantizedTensor& b, con
     }
   }
   cpu::set_cpu_isa(cpu::detected_cpu_isa());
-  // The 16-lane micro-tiles of AVX-512 CPUs, built for AVX2, so every machine checks them.
   if (cpu::detected_cpu_isa() >= cpu::CpuIsa::avx2) {
+    // The 16-lane micro-tiles of AVX-512 CPUs, built for AVX2, so every machine checks them.
     cpu::GemmOptions wide;
     wide.force_wide_tiles = true;
-    const Mismatch m = compare(cpu::gemm_nt(a, b, config, wide), want);
+    Mismatch m = compare(cpu::gemm_nt(a, b, config, wide), want);
     INFO("16-lane (AVX-512 layout) path built for AVX2: " << m.count << " mismatches, max ulp " << m.max_ulp);
+    CHECK(m.count == 0);
+    // The AVX2 tiles with a conversion per term, which the floor micro-tile replaces for
+    // truncating models (the paths above ran the floor micro-tile where it holds).
+    cpu::GemmOptions convert;
+    convert.force_convert_tiles = true;
+    m = compare(cpu::gemm_nt(a, b, config, convert), want);
+    INFO("AVX2 conversion path: " << m.count << " mismatches, max ulp " << m.max_ulp);
     CHECK(m.count == 0);
   }
 }

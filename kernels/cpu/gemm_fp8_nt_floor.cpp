@@ -1,0 +1,270 @@
+// The fused accumulation model with truncation (rz, the Hopper default) computed by FMAs that
+// round toward -inf, plus a count: the micro-tile x86-64 CPUs run for it.
+//
+// Per output and instruction the model needs (gemm_fp8_nt.cpp's file comment)
+//   S = trunc(p 2^(F-E)) + sum_k trunc(x_k),   x_k = a_k b_k / u,   u = 2^(E-F).
+// The other micro-tiles spend a multiply by 2^(F-E), a conversion and an integer add on every
+// term. Here each term costs one FMA, and a count per 32 outputs corrects floor to trunc:
+// 1. Floors. An FP32 value in the binade [2^23 u, 2^24 u) has ulp u. An accumulator started at
+//    bias = 1.5 * 2^23 u and updated by acc = fma(a_k, b_k, acc) rounded toward -inf gains
+//    exactly floor(x_k) u per term: the FMA forms a_k b_k + acc exactly, and rounding down to
+//    a multiple of u is floor. It stays inside the binade while |sum_k floor(x_k)| < 2^22:
+//    |x_k| < 4 * 2^F (significands below 2, e_a + e_b <= E), so D terms need 4 D 2^F <= 2^22.
+// 2. The count. trunc(x) = floor(x) + 1 exactly when x < 0 and x is not an integer. A nonzero
+//    product is a_k b_k = odd * 2^(lsb_a + lsb_b), so x_k is an integer iff
+//    lsb_a + lsb_b >= E - F, and x_k < 0 iff the signs differ. The count
+//      N = #{k : sign(a_k) != sign(b_k), lsb_a + lsb_b < E - F}
+//    is taken in int8, 32 outputs (one row, one group of 4 panels) per vector: B holds per k
+//    two lsb rows, lsb where b < 0 and lsb where b > 0 (else +127), and each (row, k) reads the
+//    one of the opposite sign to a; a zero on either side sums to >= 111, above every E - F.
+// So S = trunc(p 2^(F-E)) + (acc - bias) / u + N, every step exact, normalized to F fraction
+// bits as in the other micro-tiles. The result is bit-identical to them (and to the
+// independent integer reference), which tests/reference/gemm_fp8_nt_ref_test.cpp checks.
+//
+// Ranges (int8 holds E, E - F and the counts): E >= -64 (the floor of gemm_fp8_nt.cpp, which
+// touches only lanes of zero terms) and E <= 32 + log2(K) (|p| is at most the sum of |a b|, each
+// below 2^32, and truncation never raises a magnitude), so -85 <= E - F <= 95 for any K < 2^63,
+// and N <= D <= 127. The binade exponents 23 + E - F lie in [-62, 118]: normal FP32.
+//
+// Rounding mode: the FMAs run with MXCSR set to round down, in a function of their own
+// (floor_products) that sets and restores it. All its inputs are read from memory after the
+// switch and its results written back before the switch back, and no other floating-point
+// operation of the caller can move into it, so nothing else ever runs rounded down.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/cpu/cpu_isa.hpp"
+#include "kernels/cpu/gemm_microtile.hpp"
+
+namespace fp8lab::cpu::detail {
+namespace {
+
+constexpr std::int64_t kRows = kRowsPerTile;  // 4
+
+FP8LAB_TARGET_AVX2 inline void load_mxcsr(unsigned value) { asm volatile("vldmxcsr %0" : : "m"(value) : "memory"); }
+
+// acc[r][q] += a[k][r] b_q[k] over k < depth for kP (1 or 2) panels: 4 kP accumulators, named
+// so that they stay in registers. acc is [row][kP][lane].
+template <int kP>
+FP8LAB_TARGET_AVX2 inline void fma_rows(const float* at, const float* b0, const float* b1, std::int64_t depth, float* acc) {
+  __m256 c00 = _mm256_load_ps(acc + 0 * kP * kPanel), c10 = _mm256_load_ps(acc + 1 * kP * kPanel);
+  __m256 c20 = _mm256_load_ps(acc + 2 * kP * kPanel), c30 = _mm256_load_ps(acc + 3 * kP * kPanel);
+  __m256 c01 = c00, c11 = c10, c21 = c20, c31 = c30;
+  if constexpr (kP == 2) {
+    c01 = _mm256_load_ps(acc + 0 * kP * kPanel + kPanel);
+    c11 = _mm256_load_ps(acc + 1 * kP * kPanel + kPanel);
+    c21 = _mm256_load_ps(acc + 2 * kP * kPanel + kPanel);
+    c31 = _mm256_load_ps(acc + 3 * kP * kPanel + kPanel);
+  }
+#pragma GCC unroll 4
+  for (std::int64_t k = 0; k < depth; ++k) {
+    const __m256 x0 = _mm256_loadu_ps(b0 + k * kPanel);
+    const __m256 x1 = kP == 2 ? _mm256_loadu_ps(b1 + k * kPanel) : x0;
+    const float* a = at + k * kRows;
+    __m256 s = _mm256_broadcast_ss(a + 0);
+    c00 = _mm256_fmadd_ps(s, x0, c00);
+    if constexpr (kP == 2) c01 = _mm256_fmadd_ps(s, x1, c01);
+    s = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(s, x0, c10);
+    if constexpr (kP == 2) c11 = _mm256_fmadd_ps(s, x1, c11);
+    s = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(s, x0, c20);
+    if constexpr (kP == 2) c21 = _mm256_fmadd_ps(s, x1, c21);
+    s = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(s, x0, c30);
+    if constexpr (kP == 2) c31 = _mm256_fmadd_ps(s, x1, c31);
+  }
+  _mm256_store_ps(acc + 0 * kP * kPanel, c00);
+  _mm256_store_ps(acc + 1 * kP * kPanel, c10);
+  _mm256_store_ps(acc + 2 * kP * kPanel, c20);
+  _mm256_store_ps(acc + 3 * kP * kPanel, c30);
+  if constexpr (kP == 2) {
+    _mm256_store_ps(acc + 0 * kP * kPanel + kPanel, c01);
+    _mm256_store_ps(acc + 1 * kP * kPanel + kPanel, c11);
+    _mm256_store_ps(acc + 2 * kP * kPanel + kPanel, c21);
+    _mm256_store_ps(acc + 3 * kP * kPanel + kPanel, c31);
+  }
+}
+
+// The rounded-down window (see the file comment): panels [0, 2) into acc_low, [2, kPanels)
+// into acc_high, both [row][panel][lane].
+template <int kPanels>
+FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_products(const float* at, const float* const* b, std::int64_t depth,
+                                                                 float* acc_low, float* acc_high) {
+  const unsigned saved = _mm_getcsr();
+  load_mxcsr((saved & ~static_cast<unsigned>(_MM_ROUND_MASK)) | _MM_ROUND_DOWN);
+  fma_rows<std::min(kPanels, 2)>(at, b[0], b[std::min(kPanels, 2) - 1], depth, acc_low);
+  if constexpr (kPanels > 2) fma_rows<kPanels - 2>(at, b[2], b[kPanels - 1], depth, acc_high);
+  load_mxcsr(saved);
+}
+
+// int8 maxima of e_a + e_b over the instruction, one vector per row, byte c = column c of the
+// group (saturating: a zero:none zero's -126 stays below every real sum, gemm_fp8_nt.cpp).
+FP8LAB_TARGET_AVX2 inline void exponent_maxima(const std::int8_t* ea, const std::int8_t* eb, std::int64_t depth,
+                                               std::int8_t (*e8)[kGroupCols]) {
+  __m256i e0 = _mm256_set1_epi8(-128), e1 = e0, e2 = e0, e3 = e0;
+#pragma GCC unroll 4
+  for (std::int64_t k = 0; k < depth; ++k) {
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(eb + k * kGroupCols));
+    const std::int8_t* a = ea + k * kRows;
+    e0 = _mm256_max_epi8(e0, _mm256_adds_epi8(_mm256_set1_epi8(a[0]), b));
+    e1 = _mm256_max_epi8(e1, _mm256_adds_epi8(_mm256_set1_epi8(a[1]), b));
+    e2 = _mm256_max_epi8(e2, _mm256_adds_epi8(_mm256_set1_epi8(a[2]), b));
+    e3 = _mm256_max_epi8(e3, _mm256_adds_epi8(_mm256_set1_epi8(a[3]), b));
+  }
+  _mm256_store_si256(reinterpret_cast<__m256i*>(e8[0]), e0);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(e8[1]), e1);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(e8[2]), e2);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(e8[3]), e3);
+}
+
+// N per output (the file comment), int8, one vector per row; t8[r] holds E - F per column.
+FP8LAB_TARGET_AVX2 inline void truncation_counts(const std::int8_t* la, const std::uint8_t* offset, const std::int8_t* lb,
+                                                 std::int64_t depth, const std::int8_t (*t8)[kGroupCols],
+                                                 std::int8_t (*n8)[kGroupCols]) {
+  const __m256i t0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(t8[0]));
+  const __m256i t1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(t8[1]));
+  const __m256i t2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(t8[2]));
+  const __m256i t3 = _mm256_load_si256(reinterpret_cast<const __m256i*>(t8[3]));
+  __m256i n0 = _mm256_setzero_si256(), n1 = n0, n2 = n0, n3 = n0;
+  const auto opposite = [&](std::int64_t k, int r) {  // lsb_a + lsb_b of the products of opposite sign
+    const std::int8_t* row = lb + k * 2 * kGroupCols + offset[k * kRows + r];
+    return _mm256_adds_epi8(_mm256_set1_epi8(la[k * kRows + r]), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)));
+  };
+#pragma GCC unroll 4
+  for (std::int64_t k = 0; k < depth; ++k) {
+    n0 = _mm256_sub_epi8(n0, _mm256_cmpgt_epi8(t0, opposite(k, 0)));
+    n1 = _mm256_sub_epi8(n1, _mm256_cmpgt_epi8(t1, opposite(k, 1)));
+    n2 = _mm256_sub_epi8(n2, _mm256_cmpgt_epi8(t2, opposite(k, 2)));
+    n3 = _mm256_sub_epi8(n3, _mm256_cmpgt_epi8(t3, opposite(k, 3)));
+  }
+  _mm256_store_si256(reinterpret_cast<__m256i*>(n8[0]), n0);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(n8[1]), n1);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(n8[2]), n2);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(n8[3]), n3);
+}
+
+// 32 int32 (4 vectors, column order) to 32 int8 in column order (values fit, see the file comment).
+FP8LAB_TARGET_AVX2 inline __m256i narrow_to_int8(const std::int32_t (*e32)[kPanel]) {
+  const auto v = [&](int q) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(e32[q])); };
+  // packs work within 128-bit lanes: dword j of the result holds columns 4j..4j+3 in the order
+  // 0-3, 8-11, 16-19, 24-27, 4-7, 12-15, 20-23, 28-31; the permutation restores column order.
+  const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(v(0), v(1)), _mm256_packs_epi32(v(2), v(3)));
+  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+template <int kPanels>
+FP8LAB_TARGET_AVX2 void tile_floor(const GemmProblem& pr, std::int64_t row0, std::int64_t group, std::int64_t i_begin,
+                                   std::int64_t i_end) {
+  const int F = pr.model.fraction_bits;
+  const std::int64_t depth = pr.depth, k_stride = pr.a.padded_k, tile = row0 / kRows, panel0 = group * kGroupPanels;
+  const __m256i keep_mask = _mm256_set1_epi32(static_cast<int>(~((1u << (23 - F)) - 1u)));
+  const __m256i one = _mm256_set1_epi32(1), exponent_bias = _mm256_set1_epi32(127);
+  const __m256i exponent_floor = _mm256_set1_epi32(-64), bias_significand = _mm256_set1_epi32(0x400000);
+
+  alignas(32) float p[kRows][kPanels][kPanel];
+  for (std::int64_t r = 0; r < kRows; ++r)
+    for (int q = 0; q < kPanels; ++q)
+      _mm256_store_ps(p[r][q], _mm256_loadu_ps(pr.partial + (row0 + r) * pr.state_cols + (panel0 + q) * kPanel));
+
+  alignas(32) std::int8_t e8[kRows][kGroupCols], t8[kRows][kGroupCols], n8[kRows][kGroupCols];
+  alignas(32) std::int32_t e32[kRows][kGroupPanels][kPanel];
+  alignas(32) std::int32_t truncated_p[kRows][kPanels][kPanel];
+  alignas(32) float bias[kRows][kPanels][kPanel], scale[kRows][kPanels][kPanel];
+  alignas(32) float acc_low[kRows][std::min(kPanels, 2)][kPanel];
+  alignas(32) float acc_high[kRows][std::max(kPanels - 2, 1)][kPanel];
+  for (std::int64_t r = 0; r < kRows; ++r)
+    for (int q = kPanels; q < kGroupPanels; ++q) _mm256_store_si256(reinterpret_cast<__m256i*>(e32[r][q]), exponent_floor);
+
+  for (std::int64_t i = i_begin; i < i_end; ++i) {
+    const std::int64_t k0 = i * depth;
+    const auto a_at = static_cast<std::size_t>((tile * k_stride + k0) * kRows);
+    const auto g_at = static_cast<std::size_t>((group * k_stride + k0) * kGroupCols);
+    exponent_maxima(&pr.a.tile_exponent[a_at], &pr.b.group_exponent[g_at], depth, e8);
+
+    // E per output: the products' maximum, exponent(p) (0 and subnormals: -126), the floor.
+    for (std::int64_t r = 0; r < kRows; ++r) {
+      for (int q = 0; q < kPanels; ++q) {
+        const __m256 pv = _mm256_load_ps(p[r][q]);
+        const __m256i biased = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(pv), 23), _mm256_set1_epi32(0xFF));
+        const __m256i products = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&e8[r][q * kPanel])));
+        __m256i e = _mm256_max_epi32(_mm256_sub_epi32(_mm256_max_epi32(biased, one), exponent_bias), products);
+        e = _mm256_max_epi32(e, exponent_floor);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(e32[r][q]), e);
+        // 2^(F-E) and 1.5 * 2^(23+E-F) from exponent bits (both normal: see the file comment).
+        const __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(127 + F), e), 23));
+        _mm256_store_ps(scale[r][q], s);
+        _mm256_store_ps(bias[r][q], _mm256_castsi256_ps(_mm256_or_si256(
+                                        _mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(150 - F)), 23), bias_significand)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(truncated_p[r][q]), _mm256_cvttps_epi32(_mm256_mul_ps(pv, s)));
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(t8[r]), _mm256_subs_epi8(narrow_to_int8(e32[r]), _mm256_set1_epi8(static_cast<char>(F))));
+    }
+    truncation_counts(&pr.a.tile_lsb[a_at], &pr.a.tile_lsb_offset[a_at], &pr.b.group_lsb[g_at * 2], depth, t8, n8);
+
+    for (std::int64_t r = 0; r < kRows; ++r)
+      for (int q = 0; q < kPanels; ++q)
+        _mm256_store_ps(q < 2 ? acc_low[r][q] : acc_high[r][q - 2], _mm256_load_ps(bias[r][q]));
+    const float* b[kPanels];
+    for (int q = 0; q < kPanels; ++q)
+      b[q] = &pr.b.value[static_cast<std::size_t>(((panel0 + q) * pr.b.padded_k + k0) * kPanel)];
+    floor_products<kPanels>(&pr.a.tile_value[a_at], b, depth, &acc_low[0][0][0], &acc_high[0][0][0]);
+
+    // S = trunc(p 2^(F-E)) + (acc - bias) 2^(F-E) + N: the FP32 steps are exact (same binade,
+    // powers of two, integers below 2^22). S < 2^24 converts to FP32 exactly; keep F fraction
+    // bits of the sign-magnitude pattern (truncation) and scale by 2^(E-F).
+    for (std::int64_t r = 0; r < kRows; ++r)
+      for (int q = 0; q < kPanels; ++q) {
+        const __m256 acc = _mm256_load_ps(q < 2 ? acc_low[r][q] : acc_high[r][q - 2]);
+        const __m256 floors = _mm256_mul_ps(_mm256_sub_ps(acc, _mm256_load_ps(bias[r][q])), _mm256_load_ps(scale[r][q]));
+        const __m256i count = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&n8[r][q * kPanel])));
+        const __m256i sum = _mm256_add_epi32(
+            _mm256_add_epi32(_mm256_cvttps_epi32(floors), count),
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(truncated_p[r][q])));
+        const __m256i bits = _mm256_and_si256(_mm256_castps_si256(_mm256_cvtepi32_ps(sum)), keep_mask);
+        const __m256i e = _mm256_load_si256(reinterpret_cast<const __m256i*>(e32[r][q]));
+        const __m256 unscale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127 - F)), 23));
+        _mm256_store_ps(p[r][q], _mm256_mul_ps(_mm256_castsi256_ps(bits), unscale));
+      }
+
+    if (promotes_after(pr, i)) {
+      const std::int64_t j = interval_of(pr, i);
+      for (int q = 0; q < kPanels; ++q) {
+        const __m256 sb =
+            _mm256_loadu_ps(&pr.b.scale[static_cast<std::size_t>(((panel0 + q) * pr.plan.intervals + j) * kPanel)]);
+        for (std::int64_t r = 0; r < kRows; ++r) {
+          const __m256 s =
+              _mm256_mul_ps(_mm256_set1_ps(pr.a.scale[static_cast<std::size_t>((row0 + r) * pr.plan.intervals + j)]), sb);
+          float* acc = pr.acc + (row0 + r) * pr.state_cols + (panel0 + q) * kPanel;
+          _mm256_storeu_ps(acc, _mm256_fmadd_ps(_mm256_load_ps(p[r][q]), s, _mm256_loadu_ps(acc)));
+          _mm256_store_ps(p[r][q], _mm256_setzero_ps());
+        }
+      }
+    }
+  }
+  for (std::int64_t r = 0; r < kRows; ++r)
+    for (int q = 0; q < kPanels; ++q)
+      _mm256_storeu_ps(pr.partial + (row0 + r) * pr.state_cols + (panel0 + q) * kPanel, _mm256_load_ps(p[r][q]));
+}
+
+}  // namespace
+
+bool floor_tile_holds(const AccumulationModel& m) {
+  return m.kind == AccumulationModel::Kind::fused && m.rounding == AccumulationModel::Rounding::rz &&
+         m.fraction_bits >= 0 && m.fraction_bits <= 21 && m.depth >= 1 && m.depth <= 127 &&
+         4.0 * static_cast<double>(m.depth) * static_cast<double>(1 << m.fraction_bits) <= static_cast<double>(1 << 22);
+}
+
+FP8LAB_TARGET_AVX2 void tile_floor_avx2(const GemmProblem& pr, std::int64_t row0, std::int64_t group, std::int64_t panels,
+                                        std::int64_t i_begin, std::int64_t i_end) {
+  switch (panels) {
+    case 1: return tile_floor<1>(pr, row0, group, i_begin, i_end);
+    case 2: return tile_floor<2>(pr, row0, group, i_begin, i_end);
+    case 3: return tile_floor<3>(pr, row0, group, i_begin, i_end);
+    default: return tile_floor<4>(pr, row0, group, i_begin, i_end);
+  }
+}
+
+}  // namespace fp8lab::cpu::detail
