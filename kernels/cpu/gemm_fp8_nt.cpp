@@ -56,7 +56,6 @@ using detail::promotes_after;
 constexpr std::int64_t kKBlock = 512;      // elements of K per cache block (rounded to instructions)
 constexpr std::int64_t kRowChunk = 64;     // rows per task
 constexpr std::int64_t kPanelChunk = 16;   // panels per task
-static_assert(kPanelChunk % detail::kGroupPanels == 0, "tasks hold whole groups of panels");
 
 // ---- scalar model: the definition, element by element --------------------------------
 
@@ -313,13 +312,6 @@ bool vector_path_holds(const AccumulationModel& m) {
 
 void run_task(const GemmProblem& pr, std::int64_t row_begin, std::int64_t row_end, std::int64_t panel_begin,
               std::int64_t panel_end, std::int64_t i_begin, std::int64_t i_end) {
-  if (pr.tile == MicroTile::floor) {  // panel_begin is a whole group (kPanelChunk is a multiple of kGroupPanels)
-    for (std::int64_t panel = panel_begin; panel < panel_end; panel += detail::kGroupPanels)
-      for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile)
-        detail::tile_floor_avx2(pr, r, panel / detail::kGroupPanels, std::min(detail::kGroupPanels, panel_end - panel),
-                                i_begin, i_end);
-    return;
-  }
   if (pr.tile == MicroTile::wide) {
     for (std::int64_t panel = panel_begin; panel < panel_end; ++panel)
       for (std::int64_t r = row_begin; r < row_end; r += kRowsPerTile) {
@@ -366,15 +358,21 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
   const std::int64_t depth = config.accumulation.kind == AccumulationModel::Kind::fp32 ? 32 : config.accumulation.depth;
 
   // A's rows are padded to whole 4-row tiles with zero rows (their outputs are dropped).
-  // The floor micro-tile needs finite codes too; a NaN or inf found while packing sends the
-  // problem to the scalar tiles below, so its extra layout is merely unused then.
   const CpuIsa isa = options.force_generic ? CpuIsa::scalar : active_cpu_isa();
-  const bool floor_tile = isa != CpuIsa::scalar && !options.force_wide_tiles && !options.force_convert_tiles &&
-                          detail::floor_tile_holds(config.accumulation);
-  bool all_finite = true;
+  const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   const auto zero = config.accumulation.zero_exponent;
-  const PackedA pa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, floor_tile, all_finite);
-  const PackedB pb = detail::pack_b(b, plan, depth, zero, options.cols, floor_tile, all_finite);
+  // Truncating fused models: the floor micro-tile, when every code is finite (a NaN or inf
+  // found while packing sends the problem to the scalar tiles below, packed afresh).
+  if (isa != CpuIsa::scalar && !options.force_wide_tiles && !options.force_convert_tiles &&
+      detail::floor_tile_holds(config.accumulation)) {
+    bool finite = true;
+    const PackedA fa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, true, finite);
+    const PackedB fb = detail::pack_b(b, plan, depth, zero, options.cols, true, finite);
+    if (finite) return detail::gemm_floor(fa, fb, plan, config, depth, threads);
+  }
+  bool all_finite = true;
+  const PackedA pa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, false, all_finite);
+  const PackedB pb = detail::pack_b(b, plan, depth, zero, options.cols, false, all_finite);
   const std::int64_t out_rows = pa.rows, padded_rows = pa.padded_rows;
   const std::int64_t instructions = plan.padded_k / depth;
 
@@ -384,25 +382,20 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
   // The vector micro-tiles need finite codes and a sum S that FP32 holds exactly; else scalar.
   const bool vector_path = isa != CpuIsa::scalar && all_finite && vector_path_holds(config.accumulation);
   const bool wide = (isa == CpuIsa::avx512 || options.force_wide_tiles) && detail::wide_tile_holds(config.accumulation);
-  const MicroTile tile = !vector_path ? MicroTile::scalar
-                         : floor_tile ? MicroTile::floor
-                         : wide       ? MicroTile::wide
-                                      : MicroTile::avx2;
+  const MicroTile tile = !vector_path ? MicroTile::scalar : wide ? MicroTile::wide : MicroTile::avx2;
   const GemmProblem pr{pa,         pb,          plan,           config.accumulation, depth, instructions,
                        state_cols, acc.data(), partial.data(), tile,                isa == CpuIsa::avx512};
 
   const std::int64_t block_instructions = std::max<std::int64_t>(1, kKBlock / depth);
   const std::int64_t row_chunks = (padded_rows + kRowChunk - 1) / kRowChunk;
   const std::int64_t panel_chunks = (pb.panels + kPanelChunk - 1) / kPanelChunk;
-  const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
-  for (std::int64_t i_begin = 0; i_begin < instructions; i_begin += block_instructions) {
-    const std::int64_t i_end = std::min(instructions, i_begin + block_instructions);
+  // One parallel region: a task walks all of K, block by block, for its rows and panels.
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
-    for (std::int64_t task = 0; task < row_chunks * panel_chunks; ++task) {
-      const std::int64_t rc = task / panel_chunks, qc = task % panel_chunks;
+  for (std::int64_t task = 0; task < row_chunks * panel_chunks; ++task) {
+    const std::int64_t rc = task / panel_chunks, qc = task % panel_chunks;
+    for (std::int64_t i_begin = 0; i_begin < instructions; i_begin += block_instructions)
       run_task(pr, rc * kRowChunk, std::min(padded_rows, (rc + 1) * kRowChunk), qc * kPanelChunk,
-               std::min(pb.panels, (qc + 1) * kPanelChunk), i_begin, i_end);
-    }
+               std::min(pb.panels, (qc + 1) * kPanelChunk), i_begin, std::min(instructions, i_begin + block_instructions));
   }
 
   std::vector<float> out(static_cast<std::size_t>(out_rows * pb.cols));

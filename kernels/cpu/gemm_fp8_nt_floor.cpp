@@ -37,6 +37,7 @@
 
 #include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/gemm_microtile.hpp"
+#include "kernels/formats/float_formats.hpp"
 
 namespace fp8lab::cpu::detail {
 namespace {
@@ -45,18 +46,18 @@ constexpr std::int64_t kRows = kRowsPerTile;  // 4
 
 FP8LAB_TARGET_AVX2 inline void load_mxcsr(unsigned value) { asm volatile("vldmxcsr %0" : : "m"(value) : "memory"); }
 
-// acc[r][q] += a[k][r] b_q[k] over k < depth for kP (1 or 2) panels: 4 kP accumulators, named
-// so that they stay in registers. acc is [row][kP][lane].
+// acc[r][q] = bias[r][q] + sum_k a[k][r] b_q[k] over k < depth for kP (1 or 2) panels: 4 kP
+// accumulators, named so that they stay in registers. bias and acc are [row][kP][lane].
 template <int kP>
-FP8LAB_TARGET_AVX2 inline void fma_rows(const float* at, const float* b0, const float* b1, std::int64_t depth, float* acc) {
-  __m256 c00 = _mm256_load_ps(acc + 0 * kP * kPanel), c10 = _mm256_load_ps(acc + 1 * kP * kPanel);
-  __m256 c20 = _mm256_load_ps(acc + 2 * kP * kPanel), c30 = _mm256_load_ps(acc + 3 * kP * kPanel);
+FP8LAB_TARGET_AVX2 inline void fma_rows(const float* at, const float* b0, const float* b1, std::int64_t depth,
+                                        const float* bias, float* acc) {
+  constexpr int kStride = kP * kPanel;
+  __m256 c00 = _mm256_load_ps(bias + 0 * kStride), c10 = _mm256_load_ps(bias + 1 * kStride);
+  __m256 c20 = _mm256_load_ps(bias + 2 * kStride), c30 = _mm256_load_ps(bias + 3 * kStride);
   __m256 c01 = c00, c11 = c10, c21 = c20, c31 = c30;
   if constexpr (kP == 2) {
-    c01 = _mm256_load_ps(acc + 0 * kP * kPanel + kPanel);
-    c11 = _mm256_load_ps(acc + 1 * kP * kPanel + kPanel);
-    c21 = _mm256_load_ps(acc + 2 * kP * kPanel + kPanel);
-    c31 = _mm256_load_ps(acc + 3 * kP * kPanel + kPanel);
+    c01 = _mm256_load_ps(bias + 0 * kStride + kPanel), c11 = _mm256_load_ps(bias + 1 * kStride + kPanel);
+    c21 = _mm256_load_ps(bias + 2 * kStride + kPanel), c31 = _mm256_load_ps(bias + 3 * kStride + kPanel);
   }
 #pragma GCC unroll 4
   for (std::int64_t k = 0; k < depth; ++k) {
@@ -76,34 +77,55 @@ FP8LAB_TARGET_AVX2 inline void fma_rows(const float* at, const float* b0, const 
     c30 = _mm256_fmadd_ps(s, x0, c30);
     if constexpr (kP == 2) c31 = _mm256_fmadd_ps(s, x1, c31);
   }
-  _mm256_store_ps(acc + 0 * kP * kPanel, c00);
-  _mm256_store_ps(acc + 1 * kP * kPanel, c10);
-  _mm256_store_ps(acc + 2 * kP * kPanel, c20);
-  _mm256_store_ps(acc + 3 * kP * kPanel, c30);
+  _mm256_store_ps(acc + 0 * kStride, c00), _mm256_store_ps(acc + 1 * kStride, c10);
+  _mm256_store_ps(acc + 2 * kStride, c20), _mm256_store_ps(acc + 3 * kStride, c30);
   if constexpr (kP == 2) {
-    _mm256_store_ps(acc + 0 * kP * kPanel + kPanel, c01);
-    _mm256_store_ps(acc + 1 * kP * kPanel + kPanel, c11);
-    _mm256_store_ps(acc + 2 * kP * kPanel + kPanel, c21);
-    _mm256_store_ps(acc + 3 * kP * kPanel + kPanel, c31);
+    _mm256_store_ps(acc + 0 * kStride + kPanel, c01), _mm256_store_ps(acc + 1 * kStride + kPanel, c11);
+    _mm256_store_ps(acc + 2 * kStride + kPanel, c21), _mm256_store_ps(acc + 3 * kStride + kPanel, c31);
   }
 }
 
-// The rounded-down window (see the file comment): panels [0, 2) into acc_low, [2, kPanels)
-// into acc_high, both [row][panel][lane].
+// The rounded-down window (see the file comment): panels [0, 2) from bias_low into acc_low,
+// [2, kPanels) from bias_high into acc_high, all [row][panel][lane].
 template <int kPanels>
 FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_products(const float* at, const float* const* b, std::int64_t depth,
+                                                                 const float* bias_low, const float* bias_high,
                                                                  float* acc_low, float* acc_high) {
+  constexpr int kLow = std::min(kPanels, 2);
   const unsigned saved = _mm_getcsr();
   load_mxcsr((saved & ~static_cast<unsigned>(_MM_ROUND_MASK)) | _MM_ROUND_DOWN);
-  fma_rows<std::min(kPanels, 2)>(at, b[0], b[std::min(kPanels, 2) - 1], depth, acc_low);
-  if constexpr (kPanels > 2) fma_rows<kPanels - 2>(at, b[2], b[kPanels - 1], depth, acc_high);
+  fma_rows<kLow>(at, b[0], b[kLow - 1], depth, bias_low, acc_low);
+  if constexpr (kPanels > 2) fma_rows<kPanels - 2>(at, b[2], b[kPanels - 1], depth, bias_high, acc_high);
   load_mxcsr(saved);
+}
+
+// N per output (the file comment), negated and offset: n -= 1 for every product that does NOT
+// count (lsb_a + lsb_b > E - F - 1, or signs alike, or a zero), so N = depth + n. int8, one
+// vector per row; threshold[r] holds E - F - 1 per column.
+FP8LAB_TARGET_AVX2 inline void truncation_counts(const std::int8_t* la, const std::uint8_t* offset, const std::int8_t* lb,
+                                                 std::int64_t depth, const std::int8_t (*threshold)[kGroupCols],
+                                                 __m256i (&n)[kRows]) {
+  const auto load = [](const std::int8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); };
+  const __m256i t0 = load(threshold[0]), t1 = load(threshold[1]), t2 = load(threshold[2]), t3 = load(threshold[3]);
+  __m256i n0 = _mm256_setzero_si256(), n1 = n0, n2 = n0, n3 = n0;
+  const auto opposite = [&](std::int64_t k, int r) {  // lsb_a + lsb_b over the products of opposite sign
+    const std::int8_t* row = lb + k * 2 * kGroupCols + offset[k * kRows + r];
+    return _mm256_adds_epi8(_mm256_set1_epi8(la[k * kRows + r]), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)));
+  };
+#pragma GCC unroll 4
+  for (std::int64_t k = 0; k < depth; ++k) {
+    n0 = _mm256_add_epi8(n0, _mm256_cmpgt_epi8(opposite(k, 0), t0));
+    n1 = _mm256_add_epi8(n1, _mm256_cmpgt_epi8(opposite(k, 1), t1));
+    n2 = _mm256_add_epi8(n2, _mm256_cmpgt_epi8(opposite(k, 2), t2));
+    n3 = _mm256_add_epi8(n3, _mm256_cmpgt_epi8(opposite(k, 3), t3));
+  }
+  n[0] = n0, n[1] = n1, n[2] = n2, n[3] = n3;
 }
 
 // int8 maxima of e_a + e_b over the instruction, one vector per row, byte c = column c of the
 // group (saturating: a zero:none zero's -126 stays below every real sum, gemm_fp8_nt.cpp).
 FP8LAB_TARGET_AVX2 inline void exponent_maxima(const std::int8_t* ea, const std::int8_t* eb, std::int64_t depth,
-                                               std::int8_t (*e8)[kGroupCols]) {
+                                               __m256i (&e)[kRows]) {
   __m256i e0 = _mm256_set1_epi8(-128), e1 = e0, e2 = e0, e3 = e0;
 #pragma GCC unroll 4
   for (std::int64_t k = 0; k < depth; ++k) {
@@ -114,103 +136,93 @@ FP8LAB_TARGET_AVX2 inline void exponent_maxima(const std::int8_t* ea, const std:
     e2 = _mm256_max_epi8(e2, _mm256_adds_epi8(_mm256_set1_epi8(a[2]), b));
     e3 = _mm256_max_epi8(e3, _mm256_adds_epi8(_mm256_set1_epi8(a[3]), b));
   }
-  _mm256_store_si256(reinterpret_cast<__m256i*>(e8[0]), e0);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(e8[1]), e1);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(e8[2]), e2);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(e8[3]), e3);
+  e[0] = e0, e[1] = e1, e[2] = e2, e[3] = e3;
 }
 
-// N per output (the file comment), int8, one vector per row; t8[r] holds E - F per column.
-FP8LAB_TARGET_AVX2 inline void truncation_counts(const std::int8_t* la, const std::uint8_t* offset, const std::int8_t* lb,
-                                                 std::int64_t depth, const std::int8_t (*t8)[kGroupCols],
-                                                 std::int8_t (*n8)[kGroupCols]) {
-  const __m256i t0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(t8[0]));
-  const __m256i t1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(t8[1]));
-  const __m256i t2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(t8[2]));
-  const __m256i t3 = _mm256_load_si256(reinterpret_cast<const __m256i*>(t8[3]));
-  __m256i n0 = _mm256_setzero_si256(), n1 = n0, n2 = n0, n3 = n0;
-  const auto opposite = [&](std::int64_t k, int r) {  // lsb_a + lsb_b of the products of opposite sign
-    const std::int8_t* row = lb + k * 2 * kGroupCols + offset[k * kRows + r];
-    return _mm256_adds_epi8(_mm256_set1_epi8(la[k * kRows + r]), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)));
-  };
-#pragma GCC unroll 4
-  for (std::int64_t k = 0; k < depth; ++k) {
-    n0 = _mm256_sub_epi8(n0, _mm256_cmpgt_epi8(t0, opposite(k, 0)));
-    n1 = _mm256_sub_epi8(n1, _mm256_cmpgt_epi8(t1, opposite(k, 1)));
-    n2 = _mm256_sub_epi8(n2, _mm256_cmpgt_epi8(t2, opposite(k, 2)));
-    n3 = _mm256_sub_epi8(n3, _mm256_cmpgt_epi8(t3, opposite(k, 3)));
-  }
-  _mm256_store_si256(reinterpret_cast<__m256i*>(n8[0]), n0);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(n8[1]), n1);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(n8[2]), n2);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(n8[3]), n3);
+// Bytes 8q..8q+7 of v (columns of panel q), sign-extended to int32.
+FP8LAB_TARGET_AVX2 inline __m256i widen_panel(__m256i v, int q) {
+  const __m128i half = q < 2 ? _mm256_castsi256_si128(v) : _mm256_extracti128_si256(v, 1);
+  return _mm256_cvtepi8_epi32(q % 2 == 0 ? half : _mm_srli_si128(half, 8));
 }
 
-// 32 int32 (4 vectors, column order) to 32 int8 in column order (values fit, see the file comment).
-FP8LAB_TARGET_AVX2 inline __m256i narrow_to_int8(const std::int32_t (*e32)[kPanel]) {
-  const auto v = [&](int q) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(e32[q])); };
+// 4 vectors of 8 int32 (panels 0-3) to 32 int8 in column order (values fit, see the file comment).
+FP8LAB_TARGET_AVX2 inline __m256i narrow_to_int8(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
   // packs work within 128-bit lanes: dword j of the result holds columns 4j..4j+3 in the order
   // 0-3, 8-11, 16-19, 24-27, 4-7, 12-15, 20-23, 28-31; the permutation restores column order.
-  const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(v(0), v(1)), _mm256_packs_epi32(v(2), v(3)));
+  const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(v0, v1), _mm256_packs_epi32(v2, v3));
   return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+// What a floor micro-tile reads and where it writes: the finished outputs, [out_rows][out_cols].
+struct FloorProblem {
+  const PackedA& a;
+  const PackedB& b;
+  const GemmPlan& plan;
+  int fraction_bits;
+  std::int64_t depth, instructions;
+  float* out;
+  std::int64_t out_rows, out_cols;
+  bool bf16;
+};
+
+// Rows row0..row0+3 and the first kPanels panels of group `group`, over the whole of K: the
+// accumulators never leave the micro-tile until the outputs are written.
 template <int kPanels>
-FP8LAB_TARGET_AVX2 void tile_floor(const GemmProblem& pr, std::int64_t row0, std::int64_t group, std::int64_t i_begin,
-                                   std::int64_t i_end) {
-  const int F = pr.model.fraction_bits;
+FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, std::int64_t group) {
+  constexpr int kLow = std::min(kPanels, 2), kHigh = std::max(kPanels - 2, 1);
+  const int F = pr.fraction_bits;
   const std::int64_t depth = pr.depth, k_stride = pr.a.padded_k, tile = row0 / kRows, panel0 = group * kGroupPanels;
   const __m256i keep_mask = _mm256_set1_epi32(static_cast<int>(~((1u << (23 - F)) - 1u)));
   const __m256i one = _mm256_set1_epi32(1), exponent_bias = _mm256_set1_epi32(127);
   const __m256i exponent_floor = _mm256_set1_epi32(-64), bias_significand = _mm256_set1_epi32(0x400000);
+  const __m256i scale_exponent = _mm256_set1_epi32(127 + F), bias_exponent = _mm256_set1_epi32(150 - F);
+  const __m256i unscale_from_scale = _mm256_set1_epi32(254 << 23);  // 2^(E-F) bits = (254 << 23) - 2^(F-E) bits
+  const __m256i depth_count = _mm256_set1_epi32(static_cast<int>(depth));
 
-  alignas(32) float p[kRows][kPanels][kPanel];
-  for (std::int64_t r = 0; r < kRows; ++r)
-    for (int q = 0; q < kPanels; ++q)
-      _mm256_store_ps(p[r][q], _mm256_loadu_ps(pr.partial + (row0 + r) * pr.state_cols + (panel0 + q) * kPanel));
-
-  alignas(32) std::int8_t e8[kRows][kGroupCols], t8[kRows][kGroupCols], n8[kRows][kGroupCols];
-  alignas(32) std::int32_t e32[kRows][kGroupPanels][kPanel];
+  alignas(32) float p[kRows][kPanels][kPanel] = {};      // the partial of the current interval
+  alignas(32) float total[kRows][kPanels][kPanel] = {};  // the FP32 accumulator promotions add into
+  alignas(32) std::int8_t threshold[kRows][kGroupCols];
   alignas(32) std::int32_t truncated_p[kRows][kPanels][kPanel];
-  alignas(32) float bias[kRows][kPanels][kPanel], scale[kRows][kPanels][kPanel];
-  alignas(32) float acc_low[kRows][std::min(kPanels, 2)][kPanel];
-  alignas(32) float acc_high[kRows][std::max(kPanels - 2, 1)][kPanel];
-  for (std::int64_t r = 0; r < kRows; ++r)
-    for (int q = kPanels; q < kGroupPanels; ++q) _mm256_store_si256(reinterpret_cast<__m256i*>(e32[r][q]), exponent_floor);
+  alignas(32) float scale[kRows][kPanels][kPanel];
+  alignas(32) float bias_low[kRows][kLow][kPanel], bias_high[kRows][kHigh][kPanel];
+  alignas(32) float acc_low[kRows][kLow][kPanel], acc_high[kRows][kHigh][kPanel];
 
-  for (std::int64_t i = i_begin; i < i_end; ++i) {
+  for (std::int64_t i = 0; i < pr.instructions; ++i) {
     const std::int64_t k0 = i * depth;
     const auto a_at = static_cast<std::size_t>((tile * k_stride + k0) * kRows);
     const auto g_at = static_cast<std::size_t>((group * k_stride + k0) * kGroupCols);
+    __m256i e8[kRows];
     exponent_maxima(&pr.a.tile_exponent[a_at], &pr.b.group_exponent[g_at], depth, e8);
 
-    // E per output: the products' maximum, exponent(p) (0 and subnormals: -126), the floor.
+    // E per output: the products' maximum, exponent(p) (0 and subnormals: -126), the floor;
+    // then 2^(F-E), the bias 1.5 * 2^(23+E-F) (both from exponent bits, both normal: see the
+    // file comment), trunc(p 2^(F-E)) and the count threshold E - F - 1 per column.
     for (std::int64_t r = 0; r < kRows; ++r) {
+      __m256i e[kGroupPanels];
+      for (int q = 0; q < kGroupPanels; ++q) e[q] = exponent_floor;  // columns past the panels: unused
       for (int q = 0; q < kPanels; ++q) {
         const __m256 pv = _mm256_load_ps(p[r][q]);
         const __m256i biased = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(pv), 23), _mm256_set1_epi32(0xFF));
-        const __m256i products = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&e8[r][q * kPanel])));
-        __m256i e = _mm256_max_epi32(_mm256_sub_epi32(_mm256_max_epi32(biased, one), exponent_bias), products);
-        e = _mm256_max_epi32(e, exponent_floor);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(e32[r][q]), e);
-        // 2^(F-E) and 1.5 * 2^(23+E-F) from exponent bits (both normal: see the file comment).
-        const __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(127 + F), e), 23));
+        e[q] = _mm256_max_epi32(_mm256_sub_epi32(_mm256_max_epi32(biased, one), exponent_bias), widen_panel(e8[r], q));
+        e[q] = _mm256_max_epi32(e[q], exponent_floor);
+        const __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(scale_exponent, e[q]), 23));
         _mm256_store_ps(scale[r][q], s);
-        _mm256_store_ps(bias[r][q], _mm256_castsi256_ps(_mm256_or_si256(
-                                        _mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(150 - F)), 23), bias_significand)));
+        _mm256_store_ps(q < 2 ? bias_low[r][q] : bias_high[r][q - 2],
+                        _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(_mm256_add_epi32(e[q], bias_exponent), 23),
+                                                            bias_significand)));
         _mm256_store_si256(reinterpret_cast<__m256i*>(truncated_p[r][q]), _mm256_cvttps_epi32(_mm256_mul_ps(pv, s)));
       }
-      _mm256_store_si256(reinterpret_cast<__m256i*>(t8[r]), _mm256_subs_epi8(narrow_to_int8(e32[r]), _mm256_set1_epi8(static_cast<char>(F))));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(threshold[r]),
+                         _mm256_subs_epi8(narrow_to_int8(e[0], e[1], e[2], e[3]), _mm256_set1_epi8(static_cast<char>(F + 1))));
     }
-    truncation_counts(&pr.a.tile_lsb[a_at], &pr.a.tile_lsb_offset[a_at], &pr.b.group_lsb[g_at * 2], depth, t8, n8);
 
-    for (std::int64_t r = 0; r < kRows; ++r)
-      for (int q = 0; q < kPanels; ++q)
-        _mm256_store_ps(q < 2 ? acc_low[r][q] : acc_high[r][q - 2], _mm256_load_ps(bias[r][q]));
+    __m256i n8[kRows];
+    truncation_counts(&pr.a.tile_lsb[a_at], &pr.a.tile_lsb_offset[a_at], &pr.b.group_lsb[g_at * 2], depth, threshold, n8);
     const float* b[kPanels];
     for (int q = 0; q < kPanels; ++q)
       b[q] = &pr.b.value[static_cast<std::size_t>(((panel0 + q) * pr.b.padded_k + k0) * kPanel)];
-    floor_products<kPanels>(&pr.a.tile_value[a_at], b, depth, &acc_low[0][0][0], &acc_high[0][0][0]);
+    floor_products<kPanels>(&pr.a.tile_value[a_at], b, depth, &bias_low[0][0][0], &bias_high[0][0][0], &acc_low[0][0][0],
+                            &acc_high[0][0][0]);
 
     // S = trunc(p 2^(F-E)) + (acc - bias) 2^(F-E) + N: the FP32 steps are exact (same binade,
     // powers of two, integers below 2^22). S < 2^24 converts to FP32 exactly; keep F fraction
@@ -218,35 +230,39 @@ FP8LAB_TARGET_AVX2 void tile_floor(const GemmProblem& pr, std::int64_t row0, std
     for (std::int64_t r = 0; r < kRows; ++r)
       for (int q = 0; q < kPanels; ++q) {
         const __m256 acc = _mm256_load_ps(q < 2 ? acc_low[r][q] : acc_high[r][q - 2]);
-        const __m256 floors = _mm256_mul_ps(_mm256_sub_ps(acc, _mm256_load_ps(bias[r][q])), _mm256_load_ps(scale[r][q]));
-        const __m256i count = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&n8[r][q * kPanel])));
-        const __m256i sum = _mm256_add_epi32(
-            _mm256_add_epi32(_mm256_cvttps_epi32(floors), count),
-            _mm256_load_si256(reinterpret_cast<const __m256i*>(truncated_p[r][q])));
+        const __m256 bias = _mm256_load_ps(q < 2 ? bias_low[r][q] : bias_high[r][q - 2]);
+        const __m256 s = _mm256_load_ps(scale[r][q]);
+        const __m256i count = _mm256_add_epi32(depth_count, widen_panel(n8[r], q));
+        const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(_mm256_mul_ps(_mm256_sub_ps(acc, bias), s)), count),
+                                             _mm256_load_si256(reinterpret_cast<const __m256i*>(truncated_p[r][q])));
         const __m256i bits = _mm256_and_si256(_mm256_castps_si256(_mm256_cvtepi32_ps(sum)), keep_mask);
-        const __m256i e = _mm256_load_si256(reinterpret_cast<const __m256i*>(e32[r][q]));
-        const __m256 unscale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127 - F)), 23));
-        _mm256_store_ps(p[r][q], _mm256_mul_ps(_mm256_castsi256_ps(bits), unscale));
+        const __m256i unscale = _mm256_sub_epi32(unscale_from_scale, _mm256_castps_si256(s));
+        _mm256_store_ps(p[r][q], _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_castsi256_ps(unscale)));
       }
 
-    if (promotes_after(pr, i)) {
-      const std::int64_t j = interval_of(pr, i);
+    const std::int64_t k_end = (i + 1) * depth;
+    if (k_end % pr.plan.interval == 0 || k_end == pr.plan.padded_k) {  // promotion: total += p * s_a * s_b
+      const std::int64_t j = (k_end - 1) / pr.plan.interval;
       for (int q = 0; q < kPanels; ++q) {
         const __m256 sb =
             _mm256_loadu_ps(&pr.b.scale[static_cast<std::size_t>(((panel0 + q) * pr.plan.intervals + j) * kPanel)]);
         for (std::int64_t r = 0; r < kRows; ++r) {
           const __m256 s =
               _mm256_mul_ps(_mm256_set1_ps(pr.a.scale[static_cast<std::size_t>((row0 + r) * pr.plan.intervals + j)]), sb);
-          float* acc = pr.acc + (row0 + r) * pr.state_cols + (panel0 + q) * kPanel;
-          _mm256_storeu_ps(acc, _mm256_fmadd_ps(_mm256_load_ps(p[r][q]), s, _mm256_loadu_ps(acc)));
+          _mm256_store_ps(total[r][q], _mm256_fmadd_ps(_mm256_load_ps(p[r][q]), s, _mm256_load_ps(total[r][q])));
           _mm256_store_ps(p[r][q], _mm256_setzero_ps());
         }
       }
     }
   }
-  for (std::int64_t r = 0; r < kRows; ++r)
+  for (std::int64_t r = 0; r < kRows && row0 + r < pr.out_rows; ++r)
     for (int q = 0; q < kPanels; ++q)
-      _mm256_storeu_ps(pr.partial + (row0 + r) * pr.state_cols + (panel0 + q) * kPanel, _mm256_load_ps(p[r][q]));
+      for (std::int64_t lane = 0; lane < kPanel; ++lane) {
+        const std::int64_t col = (panel0 + q) * kPanel + lane;
+        if (col >= pr.out_cols) break;
+        const float v = total[r][q][lane];
+        pr.out[(row0 + r) * pr.out_cols + col] = pr.bf16 ? decode<BF16>(encode<BF16>(v, Saturation::nosat)) : v;
+      }
 }
 
 }  // namespace
@@ -257,14 +273,32 @@ bool floor_tile_holds(const AccumulationModel& m) {
          4.0 * static_cast<double>(m.depth) * static_cast<double>(1 << m.fraction_bits) <= static_cast<double>(1 << 22);
 }
 
-FP8LAB_TARGET_AVX2 void tile_floor_avx2(const GemmProblem& pr, std::int64_t row0, std::int64_t group, std::int64_t panels,
-                                        std::int64_t i_begin, std::int64_t i_end) {
+static FP8LAB_TARGET_AVX2 void tile_floor_avx2(const FloorProblem& pr, std::int64_t row0, std::int64_t group, std::int64_t panels) {
   switch (panels) {
-    case 1: return tile_floor<1>(pr, row0, group, i_begin, i_end);
-    case 2: return tile_floor<2>(pr, row0, group, i_begin, i_end);
-    case 3: return tile_floor<3>(pr, row0, group, i_begin, i_end);
-    default: return tile_floor<4>(pr, row0, group, i_begin, i_end);
+    case 1: return tile_floor<1>(pr, row0, group);
+    case 2: return tile_floor<2>(pr, row0, group);
+    case 3: return tile_floor<3>(pr, row0, group);
+    default: return tile_floor<4>(pr, row0, group);
   }
+}
+
+std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan& plan, const GemmConfig& config,
+                              std::int64_t depth, int threads) {
+  std::vector<float> out(static_cast<std::size_t>(a.rows * b.cols));
+  const FloorProblem pr{a, b, plan, config.accumulation.fraction_bits, depth, plan.padded_k / depth, out.data(),
+                        a.rows, b.cols, config.output == OutputType::bf16};
+  // Tasks of 64 rows x 16 panels: a group's B slice is reused by the task's 16 row tiles.
+  constexpr std::int64_t kRowChunk = 64, kGroupChunk = 4;
+  const std::int64_t row_chunks = (a.padded_rows + kRowChunk - 1) / kRowChunk;
+  const std::int64_t group_chunks = (b.groups + kGroupChunk - 1) / kGroupChunk;
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+  for (std::int64_t task = 0; task < row_chunks * group_chunks; ++task) {
+    const std::int64_t rc = task / group_chunks, gc = task % group_chunks;
+    for (std::int64_t group = gc * kGroupChunk; group < std::min(b.groups, (gc + 1) * kGroupChunk); ++group)
+      for (std::int64_t r = rc * kRowChunk; r < std::min(a.padded_rows, (rc + 1) * kRowChunk); r += kRows)
+        tile_floor_avx2(pr, r, group, std::min(kGroupPanels, b.panels - group * kGroupPanels));
+  }
+  return out;
 }
 
 }  // namespace fp8lab::cpu::detail

@@ -4,6 +4,7 @@
 // A micro-tile is 4 rows of A x one 8-column panel of B over a range of instructions; it
 // reads acc and the partial p of its 32 outputs from the state arrays and writes them back.
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu/gemm_packing.hpp"
 #include "kernels/gemm_config.hpp"
@@ -12,9 +13,9 @@ namespace fp8lab::cpu::detail {
 
 // Which micro-tile code runs: scalar (the definition), AVX2 (8 lanes, a conversion per term),
 // wide (16 lanes: two rows per vector, compiled for AVX-512 where the CPU has it; tests also
-// run it on AVX2), floor (AVX2, an FMA per term plus a count: gemm_fp8_nt_floor.cpp, the
-// truncating fused models on every x86-64 CPU with AVX2, AVX-512 ones included).
-enum class MicroTile { scalar, avx2, wide, floor };
+// run it on AVX2). The truncating fused models have a faster path of their own on every
+// x86-64 CPU with AVX2, AVX-512 ones included: gemm_floor below.
+enum class MicroTile { scalar, avx2, wide };
 
 struct GemmProblem {
   const PackedA& a;
@@ -47,10 +48,10 @@ inline bool wide_tile_holds(const AccumulationModel& m) {
 // Can the floor micro-tile run this model? Truncation (rz), 4 D 2^F <= 2^22, D <= 127, F <= 21.
 bool floor_tile_holds(const AccumulationModel& m);
 
-// Instructions [i_begin, i_end) for rows row0..row0+3 and the first `panels` (1 to 4) panels of
-// a group of kGroupPanels.
-void tile_floor_avx2(const GemmProblem& pr, std::int64_t row0, std::int64_t group, std::int64_t panels,
-                     std::int64_t i_begin, std::int64_t i_end);
+// The whole GEMM by the floor micro-tile (gemm_fp8_nt_floor.cpp) on operands packed with
+// floor_count and all finite: C as [a.rows][b.cols], bf16-rounded if the config says so.
+std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan& plan, const GemmConfig& config,
+                              std::int64_t depth, int threads);
 
 // Instructions [i_begin, i_end) of the fused model for rows row0..row0+3 and one panel.
 void tile_fused_wide_avx512(const GemmProblem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,

@@ -8,6 +8,15 @@
 #include "kernels/formats/float_formats.hpp"
 
 namespace fp8lab::cpu::detail {
+
+std::int8_t lowest_bit_exponent(float v) {
+  if (v == 0.0f) return kLsbOfZero;
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
+  const int biased = static_cast<int>((bits >> 23) & 0xFF);
+  const std::uint32_t significand = (bits & 0x7FFFFFu) | 0x800000u;
+  return static_cast<std::int8_t>(biased - 150 + std::countr_zero(significand));
+}
+
 namespace {
 
 struct CodeTable {
@@ -15,6 +24,7 @@ struct CodeTable {
   // Unnormalized: min_exponent for subnormals; for zero, min_exponent (zero:min) or
   // FP32's -126 (zero:none, below every FP8 exponent).
   std::array<std::int32_t, 256> exponent;
+  std::array<std::int8_t, 256> lsb;  // lowest_bit_exponent of the value
   std::array<bool, 256> finite;
 };
 
@@ -27,6 +37,7 @@ CodeTable make_table(AccumulationModel::ZeroExponent zero) {
     const std::int32_t field = static_cast<std::int32_t>((code & 0x7F) >> F::mantissa_bits);
     t.exponent[code] = field == 0 ? FormatLayout<F>::min_exponent : field - F::bias;
     if ((code & 0x7F) == 0 && zero == AccumulationModel::ZeroExponent::none) t.exponent[code] = -126;
+    t.lsb[code] = t.finite[code] ? lowest_bit_exponent(t.value[code]) : kLsbOfZero;
   }
   return t;
 }
@@ -66,14 +77,6 @@ bool unpack_row(const CodeTable& table, const std::uint8_t* codes, std::int64_t 
 
 }  // namespace
 
-std::int8_t lowest_bit_exponent(float v) {
-  if (v == 0.0f) return kLsbOfZero;
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
-  const int biased = static_cast<int>((bits >> 23) & 0xFF);
-  const std::uint32_t significand = (bits & 0x7FFFFFu) | 0x800000u;
-  return static_cast<std::int8_t>(biased - 150 + std::countr_zero(significand));
-}
-
 PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
                const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool floor_count, bool& all_finite) {
   const CodeTable& table = table_for(q.config.format, zero);
@@ -84,11 +87,38 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   p.padded_rows = (p.rows + row_multiple - 1) / row_multiple * row_multiple;
   p.padded_k = plan.padded_k;
   const std::int32_t padding_exponent = table.exponent[0];
-  p.value.assign(static_cast<std::size_t>(p.padded_rows * p.padded_k), 0.0f);
-  p.exponent.assign(p.value.size(), padding_exponent);
-  p.instruction_max.assign(static_cast<std::size_t>(p.padded_rows * instructions), padding_exponent);
+  const auto size = static_cast<std::size_t>(p.padded_rows * p.padded_k);
   p.scale.assign(static_cast<std::size_t>(p.padded_rows * plan.intervals), 1.0f);
   bool finite = true;
+  if (floor_count) {
+    // Only what the floor micro-tile reads, straight from the codes in [tile][k][row] order
+    // (padding rows and K: zero codes).
+    p.tile_value.assign(size, 0.0f);
+    p.tile_exponent.assign(size, static_cast<std::int8_t>(padding_exponent));
+    p.tile_lsb.assign(size, kLsbOfZero);
+    p.tile_lsb_offset.assign(size, 0);
+#pragma omp parallel for reduction(&& : finite)
+    for (std::int64_t i = 0; i < p.rows; ++i) {
+      const std::uint8_t* codes = q.codes.data() + rows[static_cast<std::size_t>(i)] * q.cols;
+      const auto base = static_cast<std::size_t>((i / kRowsPerTile) * p.padded_k * kRowsPerTile + i % kRowsPerTile);
+      for (std::int64_t k = 0; k < q.cols; ++k) {
+        const std::uint8_t c = codes[k];
+        const std::size_t to = base + static_cast<std::size_t>(k * kRowsPerTile);
+        p.tile_value[to] = table.value[c];
+        p.tile_exponent[to] = static_cast<std::int8_t>(table.exponent[c]);
+        p.tile_lsb[to] = table.lsb[c];
+        p.tile_lsb_offset[to] = table.value[c] < 0.0f ? static_cast<std::uint8_t>(kGroupCols) : 0;
+        finite = finite && table.finite[c];
+      }
+      for (std::int64_t j = 0; j < plan.intervals; ++j)
+        p.scale[static_cast<std::size_t>(i * plan.intervals + j)] = interval_scale(q, rows[static_cast<std::size_t>(i)], j * plan.interval);
+    }
+    all_finite = all_finite && finite;
+    return p;
+  }
+  p.value.assign(size, 0.0f);
+  p.exponent.assign(p.value.size(), padding_exponent);
+  p.instruction_max.assign(static_cast<std::size_t>(p.padded_rows * instructions), padding_exponent);
 #pragma omp parallel for reduction(&& : finite)
   for (std::int64_t i = 0; i < p.rows; ++i) {
     const std::int64_t row = rows[static_cast<std::size_t>(i)];
@@ -109,16 +139,6 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
       p.tile_value[to] = p.value[from];
       p.tile_exponent[to] = static_cast<std::int8_t>(p.exponent[from]);
     }
-  if (floor_count) {
-    p.tile_lsb.resize(p.value.size());
-    p.tile_lsb_offset.resize(p.value.size());
-#pragma omp parallel for
-    for (std::int64_t t = 0; t < static_cast<std::int64_t>(p.tile_value.size()); ++t) {
-      const float v = p.tile_value[static_cast<std::size_t>(t)];
-      p.tile_lsb[static_cast<std::size_t>(t)] = lowest_bit_exponent(v);
-      p.tile_lsb_offset[static_cast<std::size_t>(t)] = v < 0.0f ? static_cast<std::uint8_t>(kGroupCols) : 0;
-    }
-  }
   return p;
 }
 
@@ -133,10 +153,36 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   p.padded_k = plan.padded_k;
   const std::int32_t padding_exponent = table.exponent[0];
   p.value.assign(static_cast<std::size_t>(p.panels * p.padded_k * kPanel), 0.0f);
-  p.exponent.assign(p.value.size(), padding_exponent);
-  p.instruction_max.assign(static_cast<std::size_t>(p.panels * instructions), padding_exponent);
   p.scale.assign(static_cast<std::size_t>(p.panels * plan.intervals * kPanel), 1.0f);
   bool finite = true;
+  if (floor_count) {
+    // Values [panel][k][lane] and the group layout, straight from the codes.
+    p.groups = (p.panels + kGroupPanels - 1) / kGroupPanels;
+    p.group_exponent.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), static_cast<std::int8_t>(padding_exponent));
+    p.group_lsb.assign(static_cast<std::size_t>(p.groups * p.padded_k * 2 * kGroupCols), kLsbOfZero);
+#pragma omp parallel for reduction(&& : finite)
+    for (std::int64_t panel = 0; panel < p.panels; ++panel)
+      for (std::int64_t lane = 0; lane < kPanel && panel * kPanel + lane < p.cols; ++lane) {
+        const std::int64_t col = cols[static_cast<std::size_t>(panel * kPanel + lane)];
+        const std::uint8_t* codes = q.codes.data() + col * q.cols;
+        const std::int64_t group = panel / kGroupPanels, column = (panel % kGroupPanels) * kPanel + lane;
+        for (std::int64_t k = 0; k < q.cols; ++k) {
+          const std::uint8_t c = codes[k];
+          const float v = table.value[c];
+          p.value[static_cast<std::size_t>((panel * p.padded_k + k) * kPanel + lane)] = v;
+          const auto row = static_cast<std::size_t>(group * p.padded_k + k);
+          p.group_exponent[row * kGroupCols + static_cast<std::size_t>(column)] = static_cast<std::int8_t>(table.exponent[c]);
+          if (v != 0.0f) p.group_lsb[(row * 2 + (v > 0.0f ? 1 : 0)) * kGroupCols + static_cast<std::size_t>(column)] = table.lsb[c];
+          finite = finite && table.finite[c];
+        }
+        for (std::int64_t j = 0; j < plan.intervals; ++j)
+          p.scale[static_cast<std::size_t>((panel * plan.intervals + j) * kPanel + lane)] = interval_scale(q, col, j * plan.interval);
+      }
+    all_finite = all_finite && finite;
+    return p;
+  }
+  p.exponent.assign(p.value.size(), padding_exponent);
+  p.instruction_max.assign(static_cast<std::size_t>(p.panels * instructions), padding_exponent);
   // Parallel over panels: the lanes of one panel share its instruction_max entries.
 #pragma omp parallel for reduction(&& : finite)
   for (std::int64_t panel = 0; panel < p.panels; ++panel)
@@ -151,25 +197,6 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
     }
   all_finite = all_finite && finite;
   p.lane_exponent.assign(p.exponent.begin(), p.exponent.end());  // same [panel][k][lane] order, as int8
-  if (floor_count) {
-    p.groups = (p.panels + kGroupPanels - 1) / kGroupPanels;
-    p.group_exponent.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), static_cast<std::int8_t>(padding_exponent));
-    p.group_lsb.assign(static_cast<std::size_t>(p.groups * p.padded_k * 2 * kGroupCols), kLsbOfZero);
-#pragma omp parallel for
-    for (std::int64_t panel = 0; panel < p.panels; ++panel) {
-      const std::int64_t group = panel / kGroupPanels, column0 = (panel % kGroupPanels) * kPanel;
-      for (std::int64_t k = 0; k < p.padded_k; ++k)
-        for (std::int64_t lane = 0; lane < kPanel; ++lane) {
-          const auto from = static_cast<std::size_t>((panel * p.padded_k + k) * kPanel + lane);
-          const auto row = static_cast<std::size_t>(group * p.padded_k + k);
-          p.group_exponent[row * kGroupCols + static_cast<std::size_t>(column0 + lane)] = static_cast<std::int8_t>(p.exponent[from]);
-          const float v = p.value[from];
-          if (v != 0.0f)
-            p.group_lsb[(row * 2 + (v > 0.0f ? 1 : 0)) * kGroupCols + static_cast<std::size_t>(column0 + lane)] =
-                lowest_bit_exponent(v);
-        }
-    }
-  }
   return p;
 }
 

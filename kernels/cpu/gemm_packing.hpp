@@ -58,7 +58,8 @@ struct PackedB {         // panels of kPanel columns: [panel][k][lane]
 // to a multiple of `row_multiple` (whole micro-tiles). `all_finite` is cleared when a taken
 // code is NaN or inf.
 // `zero` is the accumulation model's exponent convention for FP8 zeros (and the K padding).
-// `floor_count` also fills the floor-and-count layout.
+// `floor_count` fills the floor-and-count layout and, of the rest, only values and scales
+// (A: tile_value; B: value), all the floor micro-tile reads.
 PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
                const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool floor_count, bool& all_finite);
 PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
