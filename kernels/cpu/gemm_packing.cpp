@@ -97,21 +97,28 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
     p.tile_exponent.assign(size, static_cast<std::int8_t>(padding_exponent));
     p.tile_lsb.assign(size, kLsbOfZero);
     p.tile_lsb_offset.assign(size, 0);
+    // By tile, k outer: the writes run sequentially through [tile][k][row].
 #pragma omp parallel for reduction(&& : finite)
-    for (std::int64_t i = 0; i < p.rows; ++i) {
-      const std::uint8_t* codes = q.codes.data() + rows[static_cast<std::size_t>(i)] * q.cols;
-      const auto base = static_cast<std::size_t>((i / kRowsPerTile) * p.padded_k * kRowsPerTile + i % kRowsPerTile);
-      for (std::int64_t k = 0; k < q.cols; ++k) {
-        const std::uint8_t c = codes[k];
-        const std::size_t to = base + static_cast<std::size_t>(k * kRowsPerTile);
-        p.tile_value[to] = table.value[c];
-        p.tile_exponent[to] = static_cast<std::int8_t>(table.exponent[c]);
-        p.tile_lsb[to] = table.lsb[c];
-        p.tile_lsb_offset[to] = table.value[c] < 0.0f ? static_cast<std::uint8_t>(kGroupCols) : 0;
-        finite = finite && table.finite[c];
+    for (std::int64_t tile = 0; tile < p.padded_rows / kRowsPerTile; ++tile) {
+      const std::uint8_t* codes[kRowsPerTile] = {};
+      for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
+        const std::int64_t i = tile * kRowsPerTile + r;
+        if (i >= p.rows) continue;
+        codes[r] = q.codes.data() + rows[static_cast<std::size_t>(i)] * q.cols;
+        for (std::int64_t j = 0; j < plan.intervals; ++j)
+          p.scale[static_cast<std::size_t>(i * plan.intervals + j)] = interval_scale(q, rows[static_cast<std::size_t>(i)], j * plan.interval);
       }
-      for (std::int64_t j = 0; j < plan.intervals; ++j)
-        p.scale[static_cast<std::size_t>(i * plan.intervals + j)] = interval_scale(q, rows[static_cast<std::size_t>(i)], j * plan.interval);
+      for (std::int64_t k = 0; k < q.cols; ++k)
+        for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
+          if (codes[r] == nullptr) continue;
+          const std::uint8_t c = codes[r][k];
+          const auto to = static_cast<std::size_t>((tile * p.padded_k + k) * kRowsPerTile + r);
+          p.tile_value[to] = table.value[c];
+          p.tile_exponent[to] = static_cast<std::int8_t>(table.exponent[c]);
+          p.tile_lsb[to] = table.lsb[c];
+          p.tile_lsb_offset[to] = table.value[c] < 0.0f ? static_cast<std::uint8_t>(kGroupCols) : 0;
+          finite = finite && table.finite[c];
+        }
     }
     all_finite = all_finite && finite;
     return p;
@@ -160,24 +167,31 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
     p.groups = (p.panels + kGroupPanels - 1) / kGroupPanels;
     p.group_exponent.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), static_cast<std::int8_t>(padding_exponent));
     p.group_lsb.assign(static_cast<std::size_t>(p.groups * p.padded_k * 2 * kGroupCols), kLsbOfZero);
+    // By panel, k outer: the writes run sequentially through [panel][k][lane] and [group][k][...].
 #pragma omp parallel for reduction(&& : finite)
-    for (std::int64_t panel = 0; panel < p.panels; ++panel)
+    for (std::int64_t panel = 0; panel < p.panels; ++panel) {
+      const std::uint8_t* codes[kPanel] = {};
       for (std::int64_t lane = 0; lane < kPanel && panel * kPanel + lane < p.cols; ++lane) {
         const std::int64_t col = cols[static_cast<std::size_t>(panel * kPanel + lane)];
-        const std::uint8_t* codes = q.codes.data() + col * q.cols;
-        const std::int64_t group = panel / kGroupPanels, column = (panel % kGroupPanels) * kPanel + lane;
-        for (std::int64_t k = 0; k < q.cols; ++k) {
-          const std::uint8_t c = codes[k];
-          const float v = table.value[c];
-          p.value[static_cast<std::size_t>((panel * p.padded_k + k) * kPanel + lane)] = v;
-          const auto row = static_cast<std::size_t>(group * p.padded_k + k);
-          p.group_exponent[row * kGroupCols + static_cast<std::size_t>(column)] = static_cast<std::int8_t>(table.exponent[c]);
-          if (v != 0.0f) p.group_lsb[(row * 2 + (v > 0.0f ? 1 : 0)) * kGroupCols + static_cast<std::size_t>(column)] = table.lsb[c];
-          finite = finite && table.finite[c];
-        }
+        codes[lane] = q.codes.data() + col * q.cols;
         for (std::int64_t j = 0; j < plan.intervals; ++j)
           p.scale[static_cast<std::size_t>((panel * plan.intervals + j) * kPanel + lane)] = interval_scale(q, col, j * plan.interval);
       }
+      const std::int64_t group = panel / kGroupPanels, column0 = (panel % kGroupPanels) * kPanel;
+      for (std::int64_t k = 0; k < q.cols; ++k) {
+        const auto row = static_cast<std::size_t>(group * p.padded_k + k);
+        for (std::int64_t lane = 0; lane < kPanel; ++lane) {
+          if (codes[lane] == nullptr) continue;
+          const std::uint8_t c = codes[lane][k];
+          const float v = table.value[c];
+          const auto column = static_cast<std::size_t>(column0 + lane);
+          p.value[static_cast<std::size_t>((panel * p.padded_k + k) * kPanel + lane)] = v;
+          p.group_exponent[row * kGroupCols + column] = static_cast<std::int8_t>(table.exponent[c]);
+          if (v != 0.0f) p.group_lsb[(row * 2 + (v > 0.0f ? 1 : 0)) * kGroupCols + column] = table.lsb[c];
+          finite = finite && table.finite[c];
+        }
+      }
+    }
     all_finite = all_finite && finite;
     return p;
   }
