@@ -2,7 +2,8 @@
 // 128x128 blocks, E4M3, N_C = 128), all cores, next to Eigen's FP32 and FP64 GEMMs of the
 // same size in the same run (Eigen built with OpenMP, so it uses all cores too).
 // Targets: hopper >= 0.3 x Eigen FP32, fp32 model >= 0.5 x Eigen FP32, on AVX2 and AVX-512
-// machines. The context output names the SIMD path the emulation ran and Eigen's.
+// machines. The context output names the SIMD path the emulation ran and Eigen's. hopper runs
+// the floor micro-tile (gemm_fp8_nt_floor.cpp), the fp32 model the AVX2 FMA micro-tile.
 // The timed region is the whole gemm_nt call, operand packing included.
 #include <Eigen/Dense>
 #include <random>
