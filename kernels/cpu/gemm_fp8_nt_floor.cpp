@@ -99,25 +99,34 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_products(const float* at
   load_mxcsr(saved);
 }
 
+FP8LAB_TARGET_AVX2 inline __m256i load_i8x32(const std::int8_t* p) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// lsb_a + lsb_b of row r's products of opposite sign at k, 32 columns (saturating: a zero's
+// kLsbOfZero keeps every sum with it above every threshold). (Helpers, not lambdas: a lambda
+// would not inherit the AVX2 target of its enclosing function.)
+FP8LAB_TARGET_AVX2 inline __m256i opposite_sign_lsb(const std::int8_t* la, const std::uint8_t* offset, const std::int8_t* lb,
+                                                    std::int64_t k, int r) {
+  const std::int8_t* row = lb + k * 2 * kGroupCols + offset[k * kRows + r];
+  return _mm256_adds_epi8(_mm256_set1_epi8(la[k * kRows + r]), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)));
+}
+
 // N per output (the file comment), negated and offset: n -= 1 for every product that does NOT
 // count (lsb_a + lsb_b > E - F - 1, or signs alike, or a zero), so N = depth + n. int8, one
 // vector per row; threshold[r] holds E - F - 1 per column.
 FP8LAB_TARGET_AVX2 inline void truncation_counts(const std::int8_t* la, const std::uint8_t* offset, const std::int8_t* lb,
                                                  std::int64_t depth, const std::int8_t (*threshold)[kGroupCols],
                                                  __m256i (&n)[kRows]) {
-  const auto load = [](const std::int8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); };
-  const __m256i t0 = load(threshold[0]), t1 = load(threshold[1]), t2 = load(threshold[2]), t3 = load(threshold[3]);
+  const __m256i t0 = load_i8x32(threshold[0]), t1 = load_i8x32(threshold[1]), t2 = load_i8x32(threshold[2]),
+                t3 = load_i8x32(threshold[3]);
   __m256i n0 = _mm256_setzero_si256(), n1 = n0, n2 = n0, n3 = n0;
-  const auto opposite = [&](std::int64_t k, int r) {  // lsb_a + lsb_b over the products of opposite sign
-    const std::int8_t* row = lb + k * 2 * kGroupCols + offset[k * kRows + r];
-    return _mm256_adds_epi8(_mm256_set1_epi8(la[k * kRows + r]), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)));
-  };
 #pragma GCC unroll 4
   for (std::int64_t k = 0; k < depth; ++k) {
-    n0 = _mm256_add_epi8(n0, _mm256_cmpgt_epi8(opposite(k, 0), t0));
-    n1 = _mm256_add_epi8(n1, _mm256_cmpgt_epi8(opposite(k, 1), t1));
-    n2 = _mm256_add_epi8(n2, _mm256_cmpgt_epi8(opposite(k, 2), t2));
-    n3 = _mm256_add_epi8(n3, _mm256_cmpgt_epi8(opposite(k, 3), t3));
+    n0 = _mm256_add_epi8(n0, _mm256_cmpgt_epi8(opposite_sign_lsb(la, offset, lb, k, 0), t0));
+    n1 = _mm256_add_epi8(n1, _mm256_cmpgt_epi8(opposite_sign_lsb(la, offset, lb, k, 1), t1));
+    n2 = _mm256_add_epi8(n2, _mm256_cmpgt_epi8(opposite_sign_lsb(la, offset, lb, k, 2), t2));
+    n3 = _mm256_add_epi8(n3, _mm256_cmpgt_epi8(opposite_sign_lsb(la, offset, lb, k, 3), t3));
   }
   n[0] = n0, n[1] = n1, n[2] = n2, n[3] = n3;
 }
