@@ -401,9 +401,8 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
   std::vector<float> out(static_cast<std::size_t>(out_rows * pb.cols));
   for (std::int64_t r = 0; r < out_rows; ++r)
     for (std::int64_t c = 0; c < pb.cols; ++c) {
-      const float v = acc[static_cast<std::size_t>(r * state_cols + c)];
       out[static_cast<std::size_t>(r * pb.cols + c)] =
-          config.output == OutputType::bf16 ? decode<BF16>(encode<BF16>(v, Saturation::nosat)) : v;
+          detail::stored_output(acc[static_cast<std::size_t>(r * state_cols + c)], config.output == OutputType::bf16);
     }
   return out;
 }

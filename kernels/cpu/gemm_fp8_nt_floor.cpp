@@ -37,7 +37,6 @@
 
 #include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/gemm_microtile.hpp"
-#include "kernels/formats/float_formats.hpp"
 
 namespace fp8lab::cpu::detail {
 namespace {
@@ -249,9 +248,8 @@ FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, st
         _mm256_store_ps(p[r][q], _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_castsi256_ps(unscale)));
       }
 
-    const std::int64_t k_end = (i + 1) * depth;
-    if (k_end % pr.plan.interval == 0 || k_end == pr.plan.padded_k) {  // promotion: total += p * s_a * s_b
-      const std::int64_t j = (k_end - 1) / pr.plan.interval;
+    if (promotes_after(pr.plan, depth, i)) {  // promotion: total += p * s_a * s_b
+      const std::int64_t j = interval_of(pr.plan, depth, i);
       for (int q = 0; q < kPanels; ++q) {
         const __m256 sb =
             _mm256_loadu_ps(&pr.b.scale[static_cast<std::size_t>(((panel0 + q) * pr.plan.intervals + j) * kPanel)]);
@@ -269,8 +267,7 @@ FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, st
       for (std::int64_t lane = 0; lane < kPanel; ++lane) {
         const std::int64_t col = (panel0 + q) * kPanel + lane;
         if (col >= pr.out_cols) break;
-        const float v = total[r][q][lane];
-        pr.out[(row0 + r) * pr.out_cols + col] = pr.bf16 ? decode<BF16>(encode<BF16>(v, Saturation::nosat)) : v;
+        pr.out[(row0 + r) * pr.out_cols + col] = stored_output(total[r][q][lane], pr.bf16);
       }
 }
 

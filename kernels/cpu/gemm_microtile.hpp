@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm_packing.hpp"
+#include "kernels/formats/float_formats.hpp"
 #include "kernels/gemm_config.hpp"
 
 namespace fp8lab::cpu::detail {
@@ -31,14 +32,27 @@ struct GemmProblem {
   bool wide_as_avx512;        // the wide micro-tile's AVX-512 build (else its AVX2 build)
 };
 
+// Does the partial get promoted after this instruction (of `depth` elements), and into which
+// promotion interval does the instruction fall?
+inline bool promotes_after(const GemmPlan& plan, std::int64_t depth, std::int64_t instruction) {
+  const std::int64_t k_end = (instruction + 1) * depth;
+  return k_end % plan.interval == 0 || k_end == plan.padded_k;
+}
+
+inline std::int64_t interval_of(const GemmPlan& plan, std::int64_t depth, std::int64_t instruction) {
+  return ((instruction + 1) * depth - 1) / plan.interval;
+}
+
 inline bool promotes_after(const GemmProblem& pr, std::int64_t instruction) {
-  const std::int64_t k_end = (instruction + 1) * pr.depth;
-  return k_end % pr.plan.interval == 0 || k_end == pr.plan.padded_k;
+  return promotes_after(pr.plan, pr.depth, instruction);
 }
 
 inline std::int64_t interval_of(const GemmProblem& pr, std::int64_t instruction) {
-  return ((instruction + 1) * pr.depth - 1) / pr.plan.interval;
+  return interval_of(pr.plan, pr.depth, instruction);
 }
+
+// An accumulated output as the config's output type stores it.
+inline float stored_output(float v, bool bf16) { return bf16 ? decode<BF16>(encode<BF16>(v, Saturation::nosat)) : v; }
 
 // The wide micro-tile holds the fused model with truncation (rz) only; others use AVX2.
 inline bool wide_tile_holds(const AccumulationModel& m) {

@@ -9,6 +9,10 @@
 
 namespace fp8lab::cpu::detail {
 
+namespace {
+
+// lsb(v) (gemm_packing.hpp) of a finite nonzero FP32 value whose lowest set bit is a normal-range
+// bit, as every FP8 value is; kLsbOfZero for zero.
 std::int8_t lowest_bit_exponent(float v) {
   if (v == 0.0f) return kLsbOfZero;
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
@@ -17,7 +21,6 @@ std::int8_t lowest_bit_exponent(float v) {
   return static_cast<std::int8_t>(biased - 150 + std::countr_zero(significand));
 }
 
-namespace {
 
 struct CodeTable {
   std::array<float, 256> value;
@@ -57,8 +60,9 @@ std::vector<std::int64_t> all_or(const std::vector<std::int64_t>& selection, std
   return all;
 }
 
-float interval_scale(const QuantizedTensor& q, std::int64_t row, std::int64_t interval_start) {
-  return q.scale_of(row, std::min(interval_start, q.cols - 1));
+// Row `row` of q's scale per promotion interval, written `stride` apart from `to`.
+void fill_interval_scales(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t row, float* to, std::int64_t stride) {
+  for (std::int64_t j = 0; j < plan.intervals; ++j) to[j * stride] = q.scale_of(row, std::min(j * plan.interval, q.cols - 1));
 }
 
 // One operand row of codes into values and exponents written `stride` apart, raising the
@@ -105,8 +109,7 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
         const std::int64_t i = tile * kRowsPerTile + r;
         if (i >= p.rows) continue;
         codes[r] = q.codes.data() + rows[static_cast<std::size_t>(i)] * q.cols;
-        for (std::int64_t j = 0; j < plan.intervals; ++j)
-          p.scale[static_cast<std::size_t>(i * plan.intervals + j)] = interval_scale(q, rows[static_cast<std::size_t>(i)], j * plan.interval);
+        fill_interval_scales(q, plan, rows[static_cast<std::size_t>(i)], &p.scale[static_cast<std::size_t>(i * plan.intervals)], 1);
       }
       for (std::int64_t k = 0; k < q.cols; ++k)
         for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
@@ -132,8 +135,7 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
     const auto at = static_cast<std::size_t>(i * p.padded_k);
     finite = unpack_row(table, q.codes.data() + row * q.cols, q.cols, depth, 1, &p.value[at], &p.exponent[at],
                         &p.instruction_max[static_cast<std::size_t>(i * instructions)]) && finite;
-    for (std::int64_t j = 0; j < plan.intervals; ++j)
-      p.scale[static_cast<std::size_t>(i * plan.intervals + j)] = interval_scale(q, row, j * plan.interval);
+    fill_interval_scales(q, plan, row, &p.scale[static_cast<std::size_t>(i * plan.intervals)], 1);
   }
   all_finite = all_finite && finite;
   p.tile_value.resize(p.value.size());
@@ -174,8 +176,7 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
       for (std::int64_t lane = 0; lane < kPanel && panel * kPanel + lane < p.cols; ++lane) {
         const std::int64_t col = cols[static_cast<std::size_t>(panel * kPanel + lane)];
         codes[lane] = q.codes.data() + col * q.cols;
-        for (std::int64_t j = 0; j < plan.intervals; ++j)
-          p.scale[static_cast<std::size_t>((panel * plan.intervals + j) * kPanel + lane)] = interval_scale(q, col, j * plan.interval);
+        fill_interval_scales(q, plan, col, &p.scale[static_cast<std::size_t>(panel * plan.intervals * kPanel + lane)], kPanel);
       }
       const std::int64_t group = panel / kGroupPanels, column0 = (panel % kGroupPanels) * kPanel;
       for (std::int64_t k = 0; k < q.cols; ++k) {
@@ -205,9 +206,7 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
       const auto at = static_cast<std::size_t>(panel * p.padded_k * kPanel + lane);
       finite = unpack_row(table, q.codes.data() + col * q.cols, q.cols, depth, kPanel, &p.value[at], &p.exponent[at],
                           &p.instruction_max[static_cast<std::size_t>(panel * instructions)]) && finite;
-      for (std::int64_t j = 0; j < plan.intervals; ++j)
-        p.scale[static_cast<std::size_t>((panel * plan.intervals + j) * kPanel + lane)] =
-            interval_scale(q, col, j * plan.interval);
+      fill_interval_scales(q, plan, col, &p.scale[static_cast<std::size_t>(panel * plan.intervals * kPanel + lane)], kPanel);
     }
   all_finite = all_finite && finite;
   p.lane_exponent.assign(p.exponent.begin(), p.exponent.end());  // same [panel][k][lane] order, as int8

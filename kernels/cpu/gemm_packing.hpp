@@ -65,8 +65,4 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
 PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
                const std::vector<std::int64_t>& selection, bool floor_count, bool& all_finite);
 
-// lsb(v) as defined above, for a finite FP32 value whose lowest set bit is a normal-range bit
-// (every FP8 value and every product of two).
-std::int8_t lowest_bit_exponent(float v);
-
 }  // namespace fp8lab::cpu::detail
