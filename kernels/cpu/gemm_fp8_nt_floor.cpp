@@ -8,8 +8,10 @@
 // 1. Floors. An FP32 value in the binade [2^23 u, 2^24 u) has ulp u. An accumulator started at
 //    bias = 1.5 * 2^23 u and updated by acc = fma(a_k, b_k, acc) rounded toward -inf gains
 //    exactly floor(x_k) u per term: the FMA forms a_k b_k + acc exactly, and rounding down to
-//    a multiple of u is floor. It stays inside the binade while |sum_k floor(x_k)| < 2^22:
-//    |x_k| < 4 * 2^F (significands below 2, e_a + e_b <= E), so D terms need 4 D 2^F <= 2^22.
+//    a multiple of u is floor. The accumulator starts at bias + trunc(p 2^(F-E)) u instead, so
+//    the carried partial rides along; it stays inside the binade while
+//    |trunc(p 2^(F-E)) + sum_k floor(x_k)| < 2^22: |p| < 2^(E+1) (exponent(p) <= E) and
+//    |x_k| < 4 * 2^F (significands below 2, e_a + e_b <= E), so D terms need (4 D + 2) 2^F <= 2^22.
 // 2. The count. trunc(x) = floor(x) + 1 exactly when x < 0 and x is not an integer. A nonzero
 //    product is a_k b_k = odd * 2^(lsb_a + lsb_b), so x_k is an integer iff
 //    lsb_a + lsb_b >= E - F, and x_k < 0 iff the signs differ. The count
@@ -17,8 +19,9 @@
 //    is taken in int8, 32 outputs (one row, one group of 4 panels) per vector: B holds per k
 //    two lsb rows, lsb where b < 0 and lsb where b > 0 (else +127), and each (row, k) reads the
 //    one of the opposite sign to a; a zero on either side sums to >= 111, above every E - F.
-// So S = trunc(p 2^(F-E)) + (acc - bias) / u + N, every step exact, normalized to F fraction
-// bits as in the other micro-tiles. The result is bit-identical to them (and to the
+// So S = (acc - bias) / u + N, every step exact, normalized to F fraction bits as in the other
+// micro-tiles. acc and bias share a binade with ulp u, so (acc - bias) / u is the integer
+// difference of their bit patterns; all bit patterns of powers of two come from exponent fields. The result is bit-identical to them (and to the
 // independent integer reference), which tests/reference/gemm_fp8_nt_ref_test.cpp checks.
 //
 // Ranges (int8 holds E, E - F and the counts): E >= -64 (the floor of gemm_fp8_nt.cpp, which
@@ -102,6 +105,10 @@ FP8LAB_TARGET_AVX2 inline __m256i load_i8x32(const std::int8_t* p) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
 }
 
+FP8LAB_TARGET_AVX2 inline void store_i8x32(std::int8_t* p, __m256i v) {
+  _mm256_store_si256(reinterpret_cast<__m256i*>(p), v);
+}
+
 // lsb_a + lsb_b of row r's products of opposite sign at k, 32 columns (saturating: a zero's
 // kLsbOfZero keeps every sum with it above every threshold). (Helpers, not lambdas: a lambda
 // would not inherit the AVX2 target of its enclosing function.)
@@ -112,11 +119,11 @@ FP8LAB_TARGET_AVX2 inline __m256i opposite_sign_lsb(const std::int8_t* la, const
 }
 
 // N per output (the file comment), negated and offset: n -= 1 for every product that does NOT
-// count (lsb_a + lsb_b > E - F - 1, or signs alike, or a zero), so N = depth + n. int8, one
-// vector per row; threshold[r] holds E - F - 1 per column.
+// count (lsb_a + lsb_b > E - F - 1, or signs alike, or a zero), so N = depth + n. int8, 32
+// columns per row; threshold[r] holds E - F - 1 per column.
 FP8LAB_TARGET_AVX2 inline void truncation_counts(const std::int8_t* la, const std::uint8_t* offset, const std::int8_t* lb,
                                                  std::int64_t depth, const std::int8_t (*threshold)[kGroupCols],
-                                                 __m256i (&n)[kRows]) {
+                                                 std::int8_t (*n)[kGroupCols]) {
   const __m256i t0 = load_i8x32(threshold[0]), t1 = load_i8x32(threshold[1]), t2 = load_i8x32(threshold[2]),
                 t3 = load_i8x32(threshold[3]);
   __m256i n0 = _mm256_setzero_si256(), n1 = n0, n2 = n0, n3 = n0;
@@ -127,14 +134,14 @@ FP8LAB_TARGET_AVX2 inline void truncation_counts(const std::int8_t* la, const st
     n2 = _mm256_add_epi8(n2, _mm256_cmpgt_epi8(opposite_sign_lsb(la, offset, lb, k, 2), t2));
     n3 = _mm256_add_epi8(n3, _mm256_cmpgt_epi8(opposite_sign_lsb(la, offset, lb, k, 3), t3));
   }
-  n[0] = n0, n[1] = n1, n[2] = n2, n[3] = n3;
+  store_i8x32(n[0], n0), store_i8x32(n[1], n1), store_i8x32(n[2], n2), store_i8x32(n[3], n3);
 }
 
-// int8 maxima of e_a + e_b over the instruction, one vector per row, byte c = column c of the
-// group (saturating: a zero:none zero's -126 stays below every real sum, gemm_fp8_nt.cpp).
+// int8 maxima of e_a + e_b over the instruction and the floor -64 (gemm_fp8_nt.cpp), 32 columns
+// per row (saturating: a zero:none zero's -126 stays below every real sum, gemm_fp8_nt.cpp).
 FP8LAB_TARGET_AVX2 inline void exponent_maxima(const std::int8_t* ea, const std::int8_t* eb, std::int64_t depth,
-                                               __m256i (&e)[kRows]) {
-  __m256i e0 = _mm256_set1_epi8(-128), e1 = e0, e2 = e0, e3 = e0;
+                                               std::int8_t (*e)[kGroupCols]) {
+  __m256i e0 = _mm256_set1_epi8(-64), e1 = e0, e2 = e0, e3 = e0;
 #pragma GCC unroll 4
   for (std::int64_t k = 0; k < depth; ++k) {
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(eb + k * kGroupCols));
@@ -144,13 +151,12 @@ FP8LAB_TARGET_AVX2 inline void exponent_maxima(const std::int8_t* ea, const std:
     e2 = _mm256_max_epi8(e2, _mm256_adds_epi8(_mm256_set1_epi8(a[2]), b));
     e3 = _mm256_max_epi8(e3, _mm256_adds_epi8(_mm256_set1_epi8(a[3]), b));
   }
-  e[0] = e0, e[1] = e1, e[2] = e2, e[3] = e3;
+  store_i8x32(e[0], e0), store_i8x32(e[1], e1), store_i8x32(e[2], e2), store_i8x32(e[3], e3);
 }
 
-// Bytes 8q..8q+7 of v (columns of panel q), sign-extended to int32.
-FP8LAB_TARGET_AVX2 inline __m256i widen_panel(__m256i v, int q) {
-  const __m128i half = q < 2 ? _mm256_castsi256_si128(v) : _mm256_extracti128_si256(v, 1);
-  return _mm256_cvtepi8_epi32(q % 2 == 0 ? half : _mm_srli_si128(half, 8));
+// Columns 8q..8q+7 of a row of int8 (panel q), sign-extended to int32.
+FP8LAB_TARGET_AVX2 inline __m256i widen_panel(const std::int8_t* row, int q) {
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 8 * q)));
 }
 
 // 4 vectors of 8 int32 (panels 0-3) to 32 int8 in column order (values fit, see the file comment).
@@ -181,70 +187,68 @@ FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, st
   const int F = pr.fraction_bits;
   const std::int64_t depth = pr.depth, k_stride = pr.a.padded_k, tile = row0 / kRows, panel0 = group * kGroupPanels;
   const __m256i keep_mask = _mm256_set1_epi32(static_cast<int>(~((1u << (23 - F)) - 1u)));
-  const __m256i one = _mm256_set1_epi32(1), exponent_bias = _mm256_set1_epi32(127);
-  const __m256i exponent_floor = _mm256_set1_epi32(-64), bias_significand = _mm256_set1_epi32(0x400000);
-  const __m256i scale_exponent = _mm256_set1_epi32(127 + F), bias_exponent = _mm256_set1_epi32(150 - F);
-  const __m256i unscale_from_scale = _mm256_set1_epi32(254 << 23);  // 2^(E-F) bits = (254 << 23) - 2^(F-E) bits
-  const __m256i depth_count = _mm256_set1_epi32(static_cast<int>(depth));
+  const __m256i exponent_bias = _mm256_set1_epi32(127), scale_exponent = _mm256_set1_epi32(127 + F);
+  // Bit patterns of powers of two and of the bias, all from the scale 2^(F-E): the exponent
+  // fields of 2^(F-E) and 2^(E-F) add to 254, those of 2^(F-E) and the bias 1.5 * 2^(23+E-F)
+  // to 277 (uint32 arithmetic, wrapping in int32 lanes).
+  const __m256i unscale_from_scale = _mm256_set1_epi32(254 << 23);
+  const __m256i bias_from_scale = _mm256_set1_epi32(static_cast<int>((277u << 23) | 0x400000u));
+  const __m256i depth_minus_bias_from_scale = _mm256_sub_epi32(_mm256_set1_epi32(static_cast<int>(depth)), bias_from_scale);
 
   alignas(32) float p[kRows][kPanels][kPanel] = {};      // the partial of the current interval
   alignas(32) float total[kRows][kPanels][kPanel] = {};  // the FP32 accumulator promotions add into
-  alignas(32) std::int8_t threshold[kRows][kGroupCols];
-  alignas(32) std::int32_t truncated_p[kRows][kPanels][kPanel];
-  alignas(32) float scale[kRows][kPanels][kPanel];
-  alignas(32) float bias_low[kRows][kLow][kPanel], bias_high[kRows][kHigh][kPanel];
+  alignas(32) std::int8_t maxima[kRows][kGroupCols], threshold[kRows][kGroupCols], counts[kRows][kGroupCols];
+  alignas(32) std::int32_t scale[kRows][kPanels][kPanel];  // bit patterns of 2^(F-E)
+  alignas(32) float start_low[kRows][kLow][kPanel], start_high[kRows][kHigh][kPanel];
   alignas(32) float acc_low[kRows][kLow][kPanel], acc_high[kRows][kHigh][kPanel];
 
   for (std::int64_t i = 0; i < pr.instructions; ++i) {
     const std::int64_t k0 = i * depth;
     const auto a_at = static_cast<std::size_t>((tile * k_stride + k0) * kRows);
     const auto g_at = static_cast<std::size_t>((group * k_stride + k0) * kGroupCols);
-    __m256i e8[kRows];
-    exponent_maxima(&pr.a.tile_exponent[a_at], &pr.b.group_exponent[g_at], depth, e8);
+    exponent_maxima(&pr.a.tile_exponent[a_at], &pr.b.group_exponent[g_at], depth, maxima);
 
-    // E per output: the products' maximum, exponent(p) (0 and subnormals: -126), the floor;
-    // then 2^(F-E), the bias 1.5 * 2^(23+E-F) (both from exponent bits, both normal: see the
-    // file comment), trunc(p 2^(F-E)) and the count threshold E - F - 1 per column.
+    // E per output: the products' maximum (at least -64) and exponent(p) (0 and subnormals give
+    // -127 here, below the floor); then 2^(F-E), and the accumulator's start, the bias
+    // 1.5 * 2^(23+E-F) plus trunc(p 2^(F-E)) ulps (both powers normal, see the file comment),
+    // and the count threshold E - F - 1 per column.
     for (std::int64_t r = 0; r < kRows; ++r) {
       __m256i e[kGroupPanels];
-      for (int q = 0; q < kGroupPanels; ++q) e[q] = exponent_floor;  // columns past the panels: unused
+      for (int q = 0; q < kGroupPanels; ++q) e[q] = _mm256_setzero_si256();  // columns past the panels: unused
       for (int q = 0; q < kPanels; ++q) {
         const __m256 pv = _mm256_load_ps(p[r][q]);
-        const __m256i biased = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(pv), 23), _mm256_set1_epi32(0xFF));
-        e[q] = _mm256_max_epi32(_mm256_sub_epi32(_mm256_max_epi32(biased, one), exponent_bias), widen_panel(e8[r], q));
-        e[q] = _mm256_max_epi32(e[q], exponent_floor);
-        const __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(scale_exponent, e[q]), 23));
-        _mm256_store_ps(scale[r][q], s);
-        _mm256_store_ps(q < 2 ? bias_low[r][q] : bias_high[r][q - 2],
-                        _mm256_castsi256_ps(_mm256_or_si256(_mm256_slli_epi32(_mm256_add_epi32(e[q], bias_exponent), 23),
-                                                            bias_significand)));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(truncated_p[r][q]), _mm256_cvttps_epi32(_mm256_mul_ps(pv, s)));
+        const __m256i biased = _mm256_srli_epi32(_mm256_slli_epi32(_mm256_castps_si256(pv), 1), 24);
+        e[q] = _mm256_max_epi32(_mm256_sub_epi32(biased, exponent_bias), widen_panel(maxima[r], q));
+        const __m256i s = _mm256_slli_epi32(_mm256_sub_epi32(scale_exponent, e[q]), 23);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(scale[r][q]), s);
+        const __m256i truncated_p = _mm256_cvttps_epi32(_mm256_mul_ps(pv, _mm256_castsi256_ps(s)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(q < 2 ? start_low[r][q] : start_high[r][q - 2]),
+                           _mm256_add_epi32(_mm256_sub_epi32(bias_from_scale, s), truncated_p));
       }
-      _mm256_store_si256(reinterpret_cast<__m256i*>(threshold[r]),
-                         _mm256_subs_epi8(narrow_to_int8(e[0], e[1], e[2], e[3]), _mm256_set1_epi8(static_cast<char>(F + 1))));
+      store_i8x32(threshold[r],
+                  _mm256_subs_epi8(narrow_to_int8(e[0], e[1], e[2], e[3]), _mm256_set1_epi8(static_cast<char>(F + 1))));
     }
 
-    __m256i n8[kRows];
-    truncation_counts(&pr.a.tile_lsb[a_at], &pr.a.tile_lsb_offset[a_at], &pr.b.group_lsb[g_at * 2], depth, threshold, n8);
+    truncation_counts(&pr.a.tile_lsb[a_at], &pr.a.tile_lsb_offset[a_at], &pr.b.group_lsb[g_at * 2], depth, threshold,
+                      counts);
     const float* b[kPanels];
     for (int q = 0; q < kPanels; ++q)
       b[q] = &pr.b.value[static_cast<std::size_t>(((panel0 + q) * pr.b.padded_k + k0) * kPanel)];
-    floor_products<kPanels>(&pr.a.tile_value[a_at], b, depth, &bias_low[0][0][0], &bias_high[0][0][0], &acc_low[0][0][0],
+    floor_products<kPanels>(&pr.a.tile_value[a_at], b, depth, &start_low[0][0][0], &start_high[0][0][0], &acc_low[0][0][0],
                             &acc_high[0][0][0]);
 
-    // S = trunc(p 2^(F-E)) + (acc - bias) 2^(F-E) + N: the FP32 steps are exact (same binade,
-    // powers of two, integers below 2^22). S < 2^24 converts to FP32 exactly; keep F fraction
-    // bits of the sign-magnitude pattern (truncation) and scale by 2^(E-F).
+    // S = trunc(p 2^(F-E)) + sum_k floor(x_k) + N is the accumulator's distance from the bias in
+    // ulps (same binade), so an integer difference of bit patterns; N = depth + counts. S < 2^24
+    // converts to FP32 exactly; keep F fraction bits of the sign-magnitude pattern (truncation)
+    // and scale by 2^(E-F).
     for (std::int64_t r = 0; r < kRows; ++r)
       for (int q = 0; q < kPanels; ++q) {
-        const __m256 acc = _mm256_load_ps(q < 2 ? acc_low[r][q] : acc_high[r][q - 2]);
-        const __m256 bias = _mm256_load_ps(q < 2 ? bias_low[r][q] : bias_high[r][q - 2]);
-        const __m256 s = _mm256_load_ps(scale[r][q]);
-        const __m256i count = _mm256_add_epi32(depth_count, widen_panel(n8[r], q));
-        const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(_mm256_mul_ps(_mm256_sub_ps(acc, bias), s)), count),
-                                             _mm256_load_si256(reinterpret_cast<const __m256i*>(truncated_p[r][q])));
+        const __m256i acc = _mm256_castps_si256(_mm256_load_ps(q < 2 ? acc_low[r][q] : acc_high[r][q - 2]));
+        const __m256i s = _mm256_load_si256(reinterpret_cast<const __m256i*>(scale[r][q]));
+        const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(acc, s),
+                                             _mm256_add_epi32(depth_minus_bias_from_scale, widen_panel(counts[r], q)));
         const __m256i bits = _mm256_and_si256(_mm256_castps_si256(_mm256_cvtepi32_ps(sum)), keep_mask);
-        const __m256i unscale = _mm256_sub_epi32(unscale_from_scale, _mm256_castps_si256(s));
+        const __m256i unscale = _mm256_sub_epi32(unscale_from_scale, s);
         _mm256_store_ps(p[r][q], _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_castsi256_ps(unscale)));
       }
 
@@ -276,7 +280,7 @@ FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, st
 bool floor_tile_holds(const AccumulationModel& m) {
   return m.kind == AccumulationModel::Kind::fused && m.rounding == AccumulationModel::Rounding::rz &&
          m.fraction_bits >= 0 && m.fraction_bits <= 21 && m.depth >= 1 && m.depth <= 127 &&
-         4.0 * static_cast<double>(m.depth) * static_cast<double>(1 << m.fraction_bits) <= static_cast<double>(1 << 22);
+         (4.0 * static_cast<double>(m.depth) + 2.0) * static_cast<double>(1 << m.fraction_bits) <= static_cast<double>(1 << 22);
 }
 
 static FP8LAB_TARGET_AVX2 void tile_floor_avx2(const FloorProblem& pr, std::int64_t row0, std::int64_t group, std::int64_t panels) {

@@ -59,7 +59,7 @@ inline bool wide_tile_holds(const AccumulationModel& m) {
   return m.kind == AccumulationModel::Kind::fused && m.rounding == AccumulationModel::Rounding::rz;
 }
 
-// Can the floor micro-tile run this model? Truncation (rz), 4 D 2^F <= 2^22, D <= 127, F <= 21.
+// Can the floor micro-tile run this model? Truncation (rz), (4 D + 2) 2^F <= 2^22, D <= 127, F <= 21.
 bool floor_tile_holds(const AccumulationModel& m);
 
 // The whole GEMM by the floor micro-tile (gemm_fp8_nt_floor.cpp) on operands packed with
