@@ -21,9 +21,22 @@ inline constexpr std::int64_t kRowsPerTile = 4;  // A rows per micro-tile
 // columns) and needs, besides exponents, each code's lowest set bit and sign:
 //   lsb(v) = the exponent of v's lowest set bit (v = odd * 2^lsb), kLsbOfZero for zero, so a
 //   product a b is a multiple of 2^(lsb_a + lsb_b) and of no higher power of two.
+// It counts products of opposite signs with lsb_a + lsb_b <= T, in int8 with wrapping adds, and
+// A's byte steers which of B's two bytes it is added to (its top bit drives a byte blend):
+//   A: lsb_a + 64, plus 128 where a < 0; a zero gives kLsbOfZero + 64 (top bit clear);
+//   B, half 0 (read when a >= 0): lsb_b - 64 where b < 0, else kLsbOfZero - 64;
+//   B, half 1 (read when a < 0):  lsb_b - 192 (= lsb_b + 64 mod 256) where b > 0, else kLsbOfZero + 64.
+// Nonzero lsb lie in [-16, 15] (E5M2's 2^-16 to 2^15; E4M3's in [-9, 8]), so the A bytes of
+// a >= 0 lie in [48, 79] and of a < 0 in [176, 207] (top bit set), and the wrapping sum is
+// exactly lsb_a + lsb_b in [-32, 30] for opposite signs, and kLsbOfZero + lsb in [33, 64] or
+// 2 kLsbOfZero = 98 where signs are alike or a factor is zero: never a wrap, and every such
+// sum exceeds kCountThresholdCap, the most the micro-tile's threshold T needs to be (any T >= 31
+// counts every opposite-sign product alike).
 inline constexpr std::int64_t kGroupPanels = 4;
 inline constexpr std::int64_t kGroupCols = kGroupPanels * kPanel;  // 32: one int8 vector
-inline constexpr std::int8_t kLsbOfZero = 127;  // saturating sums with it exceed every threshold
+inline constexpr std::int8_t kLsbOfZero = 49;
+inline constexpr std::int8_t kCountThresholdCap = 32;
+inline constexpr std::uint8_t kLsbSteerOffset = 64;
 
 struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` are zero
   std::int64_t rows = 0, padded_rows = 0, padded_k = 0;
@@ -33,9 +46,9 @@ struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` 
   std::vector<float> scale;                   // rows x intervals
   std::vector<float> tile_value;              // [row tile][k][row in tile]
   std::vector<std::int8_t> tile_exponent;     // [row tile][k][row in tile]
-  // Floor-and-count layout (empty unless asked for), [row tile][k][row in tile]:
-  std::vector<std::int8_t> tile_lsb;
-  std::vector<std::uint8_t> tile_lsb_offset;  // which half of B's group_lsb row to read: 0 (a >= 0) or 32 (a < 0)
+  // Floor-and-count layout (empty unless asked for), [row tile][k][row in tile]: the steering
+  // lsb bytes (above).
+  std::vector<std::uint8_t> tile_lsb;
 };
 
 struct PackedB {         // panels of kPanel columns: [panel][k][lane]
@@ -49,9 +62,9 @@ struct PackedB {         // panels of kPanel columns: [panel][k][lane]
   // c = panel_in_group * 8 + lane; columns past `cols` hold a zero code:
   std::int64_t groups = 0;
   std::vector<std::int8_t> group_exponent;    // [group][k][c]
-  // [group][k][half][c]: half 0 holds lsb(b) where b < 0, half 1 where b > 0, else kLsbOfZero,
-  // so a row with a >= 0 reads half 0 (its negative products) and a row with a < 0 half 1.
-  std::vector<std::int8_t> group_lsb;
+  // [group][k][half][c]: the two halves of B's lsb bytes (above), so a row with a >= 0 meets
+  // its negative products in half 0 and a row with a < 0 in half 1.
+  std::vector<std::uint8_t> group_lsb;
 };
 
 // `selection` lists the rows of q to take (all when empty). A's rows are padded with zeros
