@@ -110,9 +110,9 @@ FP8LAB_TARGET_AVX2 inline void store_i8x32(std::int8_t* p, __m256i v) {
 }
 
 // N per output (the file comment), negated and offset: n -= 1 for every product that does NOT
-// count (lsb_a + lsb_b > T, or signs alike, or a zero), so N = depth + n. int8, 32 columns per
-// row; threshold[r] holds T = min(E - F - 1, kCountThresholdCap) per column. Row r's steering
-// byte picks B's half (its top bit: the sign of a) and adds to it (gemm_packing.hpp).
+// count (signs alike, a zero, or lsb_a + lsb_b > T), so N = depth + n. int8, 32 columns per row;
+// threshold[r] holds T - 64 per column, and the wrapping sum of the signed-lsb bytes is <= T - 64
+// exactly for the products that count (gemm_packing.hpp).
 FP8LAB_TARGET_AVX2 inline void truncation_counts(const std::uint8_t* la, const std::uint8_t* lb, std::int64_t depth,
                                                  const std::int8_t (*threshold)[kGroupCols], std::int8_t (*n)[kGroupCols]) {
   const __m256i t0 = load_i8x32(threshold[0]), t1 = load_i8x32(threshold[1]), t2 = load_i8x32(threshold[2]),
@@ -120,17 +120,12 @@ FP8LAB_TARGET_AVX2 inline void truncation_counts(const std::uint8_t* la, const s
   __m256i n0 = _mm256_setzero_si256(), n1 = n0, n2 = n0, n3 = n0;
 #pragma GCC unroll 4
   for (std::int64_t k = 0; k < depth; ++k) {
-    const __m256i b_if_a_positive = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lb + k * 2 * kGroupCols));
-    const __m256i b_if_a_negative = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lb + k * 2 * kGroupCols + kGroupCols));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lb + k * kGroupCols));
     const std::uint8_t* a = la + k * kRows;
-    __m256i s = _mm256_set1_epi8(static_cast<char>(a[0]));
-    n0 = _mm256_add_epi8(n0, _mm256_cmpgt_epi8(_mm256_add_epi8(s, _mm256_blendv_epi8(b_if_a_positive, b_if_a_negative, s)), t0));
-    s = _mm256_set1_epi8(static_cast<char>(a[1]));
-    n1 = _mm256_add_epi8(n1, _mm256_cmpgt_epi8(_mm256_add_epi8(s, _mm256_blendv_epi8(b_if_a_positive, b_if_a_negative, s)), t1));
-    s = _mm256_set1_epi8(static_cast<char>(a[2]));
-    n2 = _mm256_add_epi8(n2, _mm256_cmpgt_epi8(_mm256_add_epi8(s, _mm256_blendv_epi8(b_if_a_positive, b_if_a_negative, s)), t2));
-    s = _mm256_set1_epi8(static_cast<char>(a[3]));
-    n3 = _mm256_add_epi8(n3, _mm256_cmpgt_epi8(_mm256_add_epi8(s, _mm256_blendv_epi8(b_if_a_positive, b_if_a_negative, s)), t3));
+    n0 = _mm256_add_epi8(n0, _mm256_cmpgt_epi8(_mm256_add_epi8(_mm256_set1_epi8(static_cast<char>(a[0])), b), t0));
+    n1 = _mm256_add_epi8(n1, _mm256_cmpgt_epi8(_mm256_add_epi8(_mm256_set1_epi8(static_cast<char>(a[1])), b), t1));
+    n2 = _mm256_add_epi8(n2, _mm256_cmpgt_epi8(_mm256_add_epi8(_mm256_set1_epi8(static_cast<char>(a[2])), b), t2));
+    n3 = _mm256_add_epi8(n3, _mm256_cmpgt_epi8(_mm256_add_epi8(_mm256_set1_epi8(static_cast<char>(a[3])), b), t3));
   }
   store_i8x32(n[0], n0), store_i8x32(n[1], n1), store_i8x32(n[2], n2), store_i8x32(n[3], n3);
 }
@@ -223,12 +218,13 @@ FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, st
         _mm256_store_si256(reinterpret_cast<__m256i*>(q < 2 ? start_low[r][q] : start_high[r][q - 2]),
                            _mm256_add_epi32(_mm256_sub_epi32(bias_from_scale, s), truncated_p));
       }
-      store_i8x32(threshold[r], _mm256_min_epi8(_mm256_subs_epi8(narrow_to_int8(e[0], e[1], e[2], e[3]),
-                                                                 _mm256_set1_epi8(static_cast<char>(F + 1))),
-                                                _mm256_set1_epi8(kCountThresholdCap)));
+      const __m256i t = _mm256_subs_epi8(narrow_to_int8(e[0], e[1], e[2], e[3]), _mm256_set1_epi8(static_cast<char>(F + 1)));
+      const __m256i clamped = _mm256_min_epi8(_mm256_max_epi8(t, _mm256_set1_epi8(kCountThresholdMin)),
+                                              _mm256_set1_epi8(kCountThresholdMax));
+      store_i8x32(threshold[r], _mm256_sub_epi8(clamped, _mm256_set1_epi8(kCountThresholdShift)));
     }
 
-    truncation_counts(&pr.a.tile_lsb[a_at], &pr.b.group_lsb[g_at * 2], depth, threshold, counts);
+    truncation_counts(&pr.a.tile_lsb[a_at], &pr.b.group_lsb[g_at], depth, threshold, counts);
     const float* b[kPanels];
     for (int q = 0; q < kPanels; ++q)
       b[q] = &pr.b.value[static_cast<std::size_t>(((panel0 + q) * pr.b.padded_k + k0) * kPanel)];

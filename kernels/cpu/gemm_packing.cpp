@@ -12,24 +12,19 @@ namespace fp8lab::cpu::detail {
 namespace {
 
 // lsb(v) (gemm_packing.hpp) of a finite nonzero FP32 value whose lowest set bit is a normal-range
-// bit, as every FP8 value is; kLsbOfZero for zero.
+// bit, as every FP8 value is; 0 for zero (unused: zeros have their own count bytes).
 std::int8_t lowest_bit_exponent(float v) {
-  if (v == 0.0f) return kLsbOfZero;
+  if (v == 0.0f) return 0;
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
   const int biased = static_cast<int>((bits >> 23) & 0xFF);
   const std::uint32_t significand = (bits & 0x7FFFFFu) | 0x800000u;
   return static_cast<std::int8_t>(biased - 150 + std::countr_zero(significand));
 }
 
-// The steering lsb bytes of the count (gemm_packing.hpp): A's, and B's two halves.
-std::uint8_t steering_lsb_a(float a, std::int8_t lsb) {
-  if (a == 0.0f) return static_cast<std::uint8_t>(kLsbOfZero + kLsbSteerOffset);
-  return static_cast<std::uint8_t>(lsb + kLsbSteerOffset + (a < 0.0f ? 128 : 0));
-}
-std::uint8_t steering_lsb_b(float b, std::int8_t lsb, int half) {
-  const bool counted = half == 0 ? b < 0.0f : b > 0.0f;  // the products of opposite sign to the reader's a
-  const int value = counted ? lsb : kLsbOfZero;
-  return static_cast<std::uint8_t>(half == 0 ? value - kLsbSteerOffset : value + kLsbSteerOffset);
+// The signed-lsb byte of the count (gemm_packing.hpp) of a finite value.
+std::uint8_t signed_lsb_byte(float v, std::int8_t lsb, std::uint8_t zero_byte) {
+  if (v == 0.0f) return zero_byte;
+  return static_cast<std::uint8_t>(lsb + kLsbByteOffset + (v < 0.0f ? kLsbByteNegative : 0));
 }
 
 struct CodeTable {
@@ -50,7 +45,7 @@ CodeTable make_table(AccumulationModel::ZeroExponent zero) {
     const std::int32_t field = static_cast<std::int32_t>((code & 0x7F) >> F::mantissa_bits);
     t.exponent[code] = field == 0 ? FormatLayout<F>::min_exponent : field - F::bias;
     if ((code & 0x7F) == 0 && zero == AccumulationModel::ZeroExponent::none) t.exponent[code] = -126;
-    t.lsb[code] = t.finite[code] ? lowest_bit_exponent(t.value[code]) : kLsbOfZero;
+    t.lsb[code] = t.finite[code] ? lowest_bit_exponent(t.value[code]) : 0;  // non-finite: the scalar path runs
   }
   return t;
 }
@@ -109,7 +104,7 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
     // (padding rows and K: zero codes).
     p.tile_value.assign(size, 0.0f);
     p.tile_exponent.assign(size, static_cast<std::int8_t>(padding_exponent));
-    p.tile_lsb.assign(size, steering_lsb_a(0.0f, 0));
+    p.tile_lsb.assign(size, kZeroLsbByteA);
     // By tile, k outer: the writes run sequentially through [tile][k][row].
 #pragma omp parallel for reduction(&& : finite)
     for (std::int64_t tile = 0; tile < p.padded_rows / kRowsPerTile; ++tile) {
@@ -127,7 +122,7 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
           const auto to = static_cast<std::size_t>((tile * p.padded_k + k) * kRowsPerTile + r);
           p.tile_value[to] = table.value[c];
           p.tile_exponent[to] = static_cast<std::int8_t>(table.exponent[c]);
-          p.tile_lsb[to] = steering_lsb_a(table.value[c], table.lsb[c]);
+          p.tile_lsb[to] = signed_lsb_byte(table.value[c], table.lsb[c], kZeroLsbByteA);
           finite = finite && table.finite[c];
         }
     }
@@ -176,9 +171,7 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
     // Values [panel][k][lane] and the group layout, straight from the codes.
     p.groups = (p.panels + kGroupPanels - 1) / kGroupPanels;
     p.group_exponent.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), static_cast<std::int8_t>(padding_exponent));
-    p.group_lsb.resize(static_cast<std::size_t>(p.groups * p.padded_k * 2 * kGroupCols));
-    for (std::size_t half_row = 0; half_row < p.group_lsb.size() / kGroupCols; ++half_row)  // zero codes first
-      std::fill_n(&p.group_lsb[half_row * kGroupCols], kGroupCols, steering_lsb_b(0.0f, 0, static_cast<int>(half_row % 2)));
+    p.group_lsb.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), kZeroLsbByteB);
     // By panel, k outer: the writes run sequentially through [panel][k][lane] and [group][k][...].
 #pragma omp parallel for reduction(&& : finite)
     for (std::int64_t panel = 0; panel < p.panels; ++panel) {
@@ -198,8 +191,7 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
           const auto column = static_cast<std::size_t>(column0 + lane);
           p.value[static_cast<std::size_t>((panel * p.padded_k + k) * kPanel + lane)] = v;
           p.group_exponent[row * kGroupCols + column] = static_cast<std::int8_t>(table.exponent[c]);
-          for (int half = 0; half < 2; ++half)
-            p.group_lsb[(row * 2 + static_cast<std::size_t>(half)) * kGroupCols + column] = steering_lsb_b(v, table.lsb[c], half);
+          p.group_lsb[row * kGroupCols + column] = signed_lsb_byte(v, table.lsb[c], kZeroLsbByteB);
           finite = finite && table.finite[c];
         }
       }

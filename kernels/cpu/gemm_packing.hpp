@@ -19,24 +19,25 @@ inline constexpr std::int64_t kRowsPerTile = 4;  // A rows per micro-tile
 
 // The floor-and-count micro-tile (gemm_fp8_nt_floor.cpp) works on groups of 4 panels (32
 // columns) and needs, besides exponents, each code's lowest set bit and sign:
-//   lsb(v) = the exponent of v's lowest set bit (v = odd * 2^lsb), kLsbOfZero for zero, so a
-//   product a b is a multiple of 2^(lsb_a + lsb_b) and of no higher power of two.
-// It counts products of opposite signs with lsb_a + lsb_b <= T, in int8 with wrapping adds, and
-// A's byte steers which of B's two bytes it is added to (its top bit drives a byte blend):
-//   A: lsb_a + 64, plus 128 where a < 0; a zero gives kLsbOfZero + 64 (top bit clear);
-//   B, half 0 (read when a >= 0): lsb_b - 64 where b < 0, else kLsbOfZero - 64;
-//   B, half 1 (read when a < 0):  lsb_b - 192 (= lsb_b + 64 mod 256) where b > 0, else kLsbOfZero + 64.
-// Nonzero lsb lie in [-16, 15] (E5M2's 2^-16 to 2^15; E4M3's in [-9, 8]), so the A bytes of
-// a >= 0 lie in [48, 79] and of a < 0 in [176, 207] (top bit set), and the wrapping sum is
-// exactly lsb_a + lsb_b in [-32, 30] for opposite signs, and kLsbOfZero + lsb in [33, 64] or
-// 2 kLsbOfZero = 98 where signs are alike or a factor is zero: never a wrap, and every such
-// sum exceeds kCountThresholdCap, the most the micro-tile's threshold T needs to be (any T >= 31
-// counts every opposite-sign product alike).
+//   lsb(v) = the exponent of v's lowest set bit (v = odd * 2^lsb), so a nonzero product a b is
+//   a multiple of 2^(lsb_a + lsb_b) and of no higher power of two.
+// It counts products of opposite signs with lsb_a + lsb_b <= T in int8, with one wrapping
+// byte add per product, from one signed-lsb byte per code:
+//   lsb + 32, plus 128 where the value is negative; zeros: kZeroLsbByteA (A), kZeroLsbByteB (B).
+// The sum of two such bytes is lsb_a + lsb_b + 64 + 128 [signs differ] (mod 256). Nonzero lsb
+// lie in [-16, 15] (E5M2's 2^-16 to 2^15; E4M3's in [-9, 8]), so read as int8 the sum is
+//   lsb_a + lsb_b - 64 in [-96, -34] for opposite signs, lsb_a + lsb_b + 64 in [32, 94] for alike,
+// and with a zero A: lsb_b + 111 in [95, 126] or lsb_b - 17 in [-33, -2]; with a zero B:
+// lsb_a - 16 in [-32, -1] or lsb_a + 112 in [96, 127]; two zeros: 31. A product counts iff the sum
+// is <= T - 64, with T clamped to [kCountThresholdMin, kCountThresholdMax]: below -32 nothing
+// counts and above 30 every opposite-sign product does, as unclamped, and every sum that must not
+// count is >= -33 > 30 - 64.
 inline constexpr std::int64_t kGroupPanels = 4;
 inline constexpr std::int64_t kGroupCols = kGroupPanels * kPanel;  // 32: one int8 vector
-inline constexpr std::int8_t kLsbOfZero = 49;
-inline constexpr std::int8_t kCountThresholdCap = 32;
-inline constexpr std::uint8_t kLsbSteerOffset = 64;
+inline constexpr int kLsbByteOffset = 32, kLsbByteNegative = 128;
+inline constexpr std::uint8_t kZeroLsbByteA = 79, kZeroLsbByteB = 208;
+inline constexpr int kCountThresholdMin = -33, kCountThresholdMax = 30;
+inline constexpr int kCountThresholdShift = 2 * kLsbByteOffset;  // the sum's offset for opposite signs: -64
 
 struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` are zero
   std::int64_t rows = 0, padded_rows = 0, padded_k = 0;
@@ -46,8 +47,8 @@ struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` 
   std::vector<float> scale;                   // rows x intervals
   std::vector<float> tile_value;              // [row tile][k][row in tile]
   std::vector<std::int8_t> tile_exponent;     // [row tile][k][row in tile]
-  // Floor-and-count layout (empty unless asked for), [row tile][k][row in tile]: the steering
-  // lsb bytes (above).
+  // Floor-and-count layout (empty unless asked for), [row tile][k][row in tile]: the signed-lsb
+  // bytes (above).
   std::vector<std::uint8_t> tile_lsb;
 };
 
@@ -62,9 +63,7 @@ struct PackedB {         // panels of kPanel columns: [panel][k][lane]
   // c = panel_in_group * 8 + lane; columns past `cols` hold a zero code:
   std::int64_t groups = 0;
   std::vector<std::int8_t> group_exponent;    // [group][k][c]
-  // [group][k][half][c]: the two halves of B's lsb bytes (above), so a row with a >= 0 meets
-  // its negative products in half 0 and a row with a < 0 in half 1.
-  std::vector<std::uint8_t> group_lsb;
+  std::vector<std::uint8_t> group_lsb;       // [group][k][c]: the signed-lsb bytes (above)
 };
 
 // `selection` lists the rows of q to take (all when empty). A's rows are padded with zeros
