@@ -21,12 +21,6 @@ std::int8_t lowest_bit_exponent(float v) {
   return static_cast<std::int8_t>(biased - 150 + std::countr_zero(significand));
 }
 
-// The signed-lsb byte of the count (gemm_packing.hpp) of a finite value.
-std::uint8_t signed_lsb_byte(float v, std::int8_t lsb, std::uint8_t zero_byte) {
-  if (v == 0.0f) return zero_byte;
-  return static_cast<std::uint8_t>(lsb + kLsbByteOffset + (v < 0.0f ? kLsbByteNegative : 0));
-}
-
 struct CodeTable {
   std::array<float, 256> value;
   // Unnormalized: min_exponent for subnormals; for zero, min_exponent (zero:min) or

@@ -39,6 +39,19 @@ inline constexpr std::uint8_t kZeroLsbByteA = 79, kZeroLsbByteB = 208;
 inline constexpr int kCountThresholdMin = -33, kCountThresholdMax = 30;
 inline constexpr int kCountThresholdShift = 2 * kLsbByteOffset;  // the sum's offset for opposite signs: -64
 
+// The signed-lsb byte of a finite value v with lsb(v) = lsb; zero_byte (kZeroLsbByteA or B) for zero.
+inline std::uint8_t signed_lsb_byte(float v, int lsb, std::uint8_t zero_byte) {
+  if (v == 0.0f) return zero_byte;
+  return static_cast<std::uint8_t>(lsb + kLsbByteOffset + (v < 0.0f ? kLsbByteNegative : 0));
+}
+
+// The byte a sum of two signed-lsb bytes is compared with for threshold T (scalar form of the
+// micro-tile's vector steps): a product counts iff int8(sum) <= count_threshold_byte(T).
+inline std::int8_t count_threshold_byte(int t) {
+  return static_cast<std::int8_t>((t < kCountThresholdMin ? kCountThresholdMin : t > kCountThresholdMax ? kCountThresholdMax : t) -
+                                  kCountThresholdShift);
+}
+
 struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` are zero
   std::int64_t rows = 0, padded_rows = 0, padded_k = 0;
   std::vector<float> value;
