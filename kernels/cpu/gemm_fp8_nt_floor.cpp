@@ -30,9 +30,11 @@
 // and N <= D <= 127. The binade exponents 23 + E - F lie in [-62, 118]: normal FP32.
 //
 // Rounding mode: the FMAs run with MXCSR set to round down, in a function of their own
-// (floor_products) that sets and restores it. All its inputs are read from memory after the
-// switch and its results written back before the switch back, and no other floating-point
-// operation of the caller can move into it, so nothing else ever runs rounded down.
+// (floor_instructions, one call per promotion interval: switching MXCSR is slow) that sets and
+// restores it. All its inputs are read from memory after the switch and its results written
+// back before the switch back, and no floating-point operation of the caller can move into it;
+// inside, every other floating-point operation is exact or truncating (see there), so only the
+// FMAs see the mode, and the promotions run rounded to nearest.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -85,20 +87,6 @@ FP8LAB_TARGET_AVX2 inline void fma_rows(const float* at, const float* b0, const 
     _mm256_store_ps(acc + 0 * kStride + kPanel, c01), _mm256_store_ps(acc + 1 * kStride + kPanel, c11);
     _mm256_store_ps(acc + 2 * kStride + kPanel, c21), _mm256_store_ps(acc + 3 * kStride + kPanel, c31);
   }
-}
-
-// The rounded-down window (see the file comment): panels [0, 2) from bias_low into acc_low,
-// [2, kPanels) from bias_high into acc_high, all [row][panel][lane].
-template <int kPanels>
-FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_products(const float* at, const float* const* b, std::int64_t depth,
-                                                                 const float* bias_low, const float* bias_high,
-                                                                 float* acc_low, float* acc_high) {
-  constexpr int kLow = std::min(kPanels, 2);
-  const unsigned saved = _mm_getcsr();
-  load_mxcsr((saved & ~static_cast<unsigned>(_MM_ROUND_MASK)) | _MM_ROUND_DOWN);
-  fma_rows<kLow>(at, b[0], b[kLow - 1], depth, bias_low, acc_low);
-  if constexpr (kPanels > 2) fma_rows<kPanels - 2>(at, b[2], b[kPanels - 1], depth, bias_high, acc_high);
-  load_mxcsr(saved);
 }
 
 FP8LAB_TARGET_AVX2 inline __m256i load_i8x32(const std::int8_t* p) {
@@ -172,10 +160,16 @@ struct FloorProblem {
   bool bf16;
 };
 
-// Rows row0..row0+3 and the first kPanels panels of group `group`, over the whole of K: the
-// accumulators never leave the micro-tile until the outputs are written.
+// Instructions [first, last) of rows row0..row0+3 and the first kPanels panels of group `group`,
+// carrying the partial p ([row][panel][lane]) from one to the next: the rounded-down window (see
+// the file comment). Every floating-point operation here other than the FMAs gives the same
+// result in any rounding mode: products with powers of two that are exact (the scalings of the
+// partial, normal by the ranges above) or below 1 in magnitude before a truncating conversion,
+// truncating conversions, and conversions of integers below 2^24.
 template <int kPanels>
-FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, std::int64_t group) {
+FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const FloorProblem& pr, std::int64_t row0,
+                                                                     std::int64_t group, std::int64_t first,
+                                                                     std::int64_t last, float (*p)[kPanels][kPanel]) {
   constexpr int kLow = std::min(kPanels, 2), kHigh = std::max(kPanels - 2, 1);
   const int F = pr.fraction_bits;
   const std::int64_t depth = pr.depth, k_stride = pr.a.padded_k, tile = row0 / kRows, panel0 = group * kGroupPanels;
@@ -188,14 +182,14 @@ FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, st
   const __m256i bias_from_scale = _mm256_set1_epi32(static_cast<int>((277u << 23) | 0x400000u));
   const __m256i depth_minus_bias_from_scale = _mm256_sub_epi32(_mm256_set1_epi32(static_cast<int>(depth)), bias_from_scale);
 
-  alignas(32) float p[kRows][kPanels][kPanel] = {};      // the partial of the current interval
-  alignas(32) float total[kRows][kPanels][kPanel] = {};  // the FP32 accumulator promotions add into
   alignas(32) std::int8_t maxima[kRows][kGroupCols], threshold[kRows][kGroupCols], counts[kRows][kGroupCols];
   alignas(32) std::int32_t scale[kRows][kPanels][kPanel];  // bit patterns of 2^(F-E)
   alignas(32) float start_low[kRows][kLow][kPanel], start_high[kRows][kHigh][kPanel];
   alignas(32) float acc_low[kRows][kLow][kPanel], acc_high[kRows][kHigh][kPanel];
 
-  for (std::int64_t i = 0; i < pr.instructions; ++i) {
+  const unsigned saved = _mm_getcsr();
+  load_mxcsr((saved & ~static_cast<unsigned>(_MM_ROUND_MASK)) | _MM_ROUND_DOWN);
+  for (std::int64_t i = first; i < last; ++i) {
     const std::int64_t k0 = i * depth;
     const auto a_at = static_cast<std::size_t>((tile * k_stride + k0) * kRows);
     const auto g_at = static_cast<std::size_t>((group * k_stride + k0) * kGroupCols);
@@ -228,8 +222,9 @@ FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, st
     const float* b[kPanels];
     for (int q = 0; q < kPanels; ++q)
       b[q] = &pr.b.value[static_cast<std::size_t>(((panel0 + q) * pr.b.padded_k + k0) * kPanel)];
-    floor_products<kPanels>(&pr.a.tile_value[a_at], b, depth, &start_low[0][0][0], &start_high[0][0][0], &acc_low[0][0][0],
-                            &acc_high[0][0][0]);
+    fma_rows<kLow>(&pr.a.tile_value[a_at], b[0], b[kLow - 1], depth, &start_low[0][0][0], &acc_low[0][0][0]);
+    if constexpr (kPanels > 2)
+      fma_rows<kPanels - 2>(&pr.a.tile_value[a_at], b[2], b[kPanels - 1], depth, &start_high[0][0][0], &acc_high[0][0][0]);
 
     // S = trunc(p 2^(F-E)) + sum_k floor(x_k) + N is the accumulator's distance from the bias in
     // ulps (same binade), so an integer difference of bit patterns; N = depth + counts. S < 2^24
@@ -245,20 +240,32 @@ FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, st
         const __m256i unscale = _mm256_sub_epi32(unscale_from_scale, s);
         _mm256_store_ps(p[r][q], _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_castsi256_ps(unscale)));
       }
+  }
+  load_mxcsr(saved);
+}
 
-    if (promotes_after(pr.plan, depth, i)) {  // promotion: total += p * s_a * s_b
-      const std::int64_t j = interval_of(pr.plan, depth, i);
-      for (int q = 0; q < kPanels; ++q) {
-        const __m256 sb =
-            _mm256_loadu_ps(&pr.b.scale[static_cast<std::size_t>(((panel0 + q) * pr.plan.intervals + j) * kPanel)]);
-        for (std::int64_t r = 0; r < kRows; ++r) {
-          const __m256 s =
-              _mm256_mul_ps(_mm256_set1_ps(pr.a.scale[static_cast<std::size_t>((row0 + r) * pr.plan.intervals + j)]), sb);
-          _mm256_store_ps(total[r][q], _mm256_fmadd_ps(_mm256_load_ps(p[r][q]), s, _mm256_load_ps(total[r][q])));
-          _mm256_store_ps(p[r][q], _mm256_setzero_ps());
-        }
+// Rows row0..row0+3 and the first kPanels panels of group `group`, over the whole of K: one
+// rounded-down window per promotion interval, promotions (rounded to nearest) between them.
+template <int kPanels>
+FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, std::int64_t group) {
+  const std::int64_t depth = pr.depth, panel0 = group * kGroupPanels;
+  alignas(32) float p[kRows][kPanels][kPanel] = {};      // the partial of the current interval
+  alignas(32) float total[kRows][kPanels][kPanel] = {};  // the FP32 accumulator promotions add into
+  for (std::int64_t first = 0; first < pr.instructions;) {
+    std::int64_t last = first;  // the instruction after which the interval promotes
+    while (!promotes_after(pr.plan, depth, last)) ++last;
+    floor_instructions<kPanels>(pr, row0, group, first, last + 1, p);
+    const std::int64_t j = interval_of(pr.plan, depth, last);  // promotion: total += p * s_a * s_b
+    for (int q = 0; q < kPanels; ++q) {
+      const __m256 sb = _mm256_loadu_ps(&pr.b.scale[static_cast<std::size_t>(((panel0 + q) * pr.plan.intervals + j) * kPanel)]);
+      for (std::int64_t r = 0; r < kRows; ++r) {
+        const __m256 s =
+            _mm256_mul_ps(_mm256_set1_ps(pr.a.scale[static_cast<std::size_t>((row0 + r) * pr.plan.intervals + j)]), sb);
+        _mm256_store_ps(total[r][q], _mm256_fmadd_ps(_mm256_load_ps(p[r][q]), s, _mm256_load_ps(total[r][q])));
+        _mm256_store_ps(p[r][q], _mm256_setzero_ps());
       }
     }
+    first = last + 1;
   }
   for (std::int64_t r = 0; r < kRows && row0 + r < pr.out_rows; ++r)
     for (int q = 0; q < kPanels; ++q)
