@@ -16,13 +16,16 @@
 //    product is a_k b_k = odd * 2^(lsb_a + lsb_b), so x_k is an integer iff
 //    lsb_a + lsb_b >= E - F, and x_k < 0 iff the signs differ. The count
 //      N = #{k : sign(a_k) != sign(b_k), lsb_a + lsb_b < E - F}
-//    is taken in int8, 32 outputs (one row, one group of 4 panels) per vector: B holds per k
-//    two lsb rows, lsb where b < 0 and lsb where b > 0 (else +127), and each (row, k) reads the
-//    one of the opposite sign to a; a zero on either side sums to >= 111, above every E - F.
+//    is taken in int8, 32 outputs (one row, one group of 4 panels) per vector, with one wrapping
+//    byte add and one compare per product: each code has a signed-lsb byte whose pairwise sums
+//    fall at or below T - 64 (T = E - F - 1, clamped) exactly for the products that count
+//    (the encoding and its derivation: gemm_packing.hpp; checked exhaustively by
+//    tests/unit/floor_count_bytes_test.cpp).
 // So S = (acc - bias) / u + N, every step exact, normalized to F fraction bits as in the other
 // micro-tiles. acc and bias share a binade with ulp u, so (acc - bias) / u is the integer
-// difference of their bit patterns; all bit patterns of powers of two come from exponent fields. The result is bit-identical to them (and to the
-// independent integer reference), which tests/reference/gemm_fp8_nt_ref_test.cpp checks.
+// difference of their bit patterns; all bit patterns of powers of two come from exponent
+// fields. The result is bit-identical to the other micro-tiles (and to the independent integer
+// reference), which tests/reference/gemm_fp8_nt_ref_test.cpp checks.
 //
 // Ranges (int8 holds E, E - F and the counts): E >= -64 (the floor of gemm_fp8_nt.cpp, which
 // touches only lanes of zero terms) and E <= 32 + log2(K) (|p| is at most the sum of |a b|, each
