@@ -28,6 +28,9 @@ struct CodeTable {
   std::array<std::int32_t, 256> exponent;
   std::array<std::int8_t, 256> lsb;  // lowest_bit_exponent of the value
   std::array<bool, 256> finite;
+  // The floor micro-tile's bytes per code: exponent as int8, the count's signed-lsb bytes.
+  std::array<std::int8_t, 256> exponent8;
+  std::array<std::uint8_t, 256> count_byte_a, count_byte_b;
 };
 
 template <class F>
@@ -40,6 +43,9 @@ CodeTable make_table(AccumulationModel::ZeroExponent zero) {
     t.exponent[code] = field == 0 ? FormatLayout<F>::min_exponent : field - F::bias;
     if ((code & 0x7F) == 0 && zero == AccumulationModel::ZeroExponent::none) t.exponent[code] = -126;
     t.lsb[code] = t.finite[code] ? lowest_bit_exponent(t.value[code]) : 0;  // non-finite: the scalar path runs
+    t.exponent8[code] = static_cast<std::int8_t>(t.exponent[code]);
+    t.count_byte_a[code] = signed_lsb_byte(t.value[code], t.lsb[code], kZeroLsbByteA);
+    t.count_byte_b[code] = signed_lsb_byte(t.value[code], t.lsb[code], kZeroLsbByteB);
   }
   return t;
 }
@@ -109,14 +115,20 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
         codes[r] = q.codes.data() + rows[static_cast<std::size_t>(i)] * q.cols;
         fill_interval_scales(q, plan, rows[static_cast<std::size_t>(i)], &p.scale[static_cast<std::size_t>(i * plan.intervals)], 1);
       }
+      // Raw pointers: stores through int8 pointers could alias the vectors' own, which the
+      // compiler would otherwise reload on every element.
+      const auto tile_at = static_cast<std::size_t>(tile * p.padded_k * kRowsPerTile);
+      float* value = p.tile_value.data() + tile_at;
+      std::int8_t* exponent = p.tile_exponent.data() + tile_at;
+      std::uint8_t* lsb = p.tile_lsb.data() + tile_at;
       for (std::int64_t k = 0; k < q.cols; ++k)
         for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
           if (codes[r] == nullptr) continue;
           const std::uint8_t c = codes[r][k];
-          const auto to = static_cast<std::size_t>((tile * p.padded_k + k) * kRowsPerTile + r);
-          p.tile_value[to] = table.value[c];
-          p.tile_exponent[to] = static_cast<std::int8_t>(table.exponent[c]);
-          p.tile_lsb[to] = signed_lsb_byte(table.value[c], table.lsb[c], kZeroLsbByteA);
+          const std::int64_t to = k * kRowsPerTile + r;
+          value[to] = table.value[c];
+          exponent[to] = table.exponent8[c];
+          lsb[to] = table.count_byte_a[c];
           finite = finite && table.finite[c];
         }
     }
@@ -176,19 +188,20 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
         fill_interval_scales(q, plan, col, &p.scale[static_cast<std::size_t>(panel * plan.intervals * kPanel + lane)], kPanel);
       }
       const std::int64_t group = panel / kGroupPanels, column0 = (panel % kGroupPanels) * kPanel;
-      for (std::int64_t k = 0; k < q.cols; ++k) {
-        const auto row = static_cast<std::size_t>(group * p.padded_k + k);
+      // Raw pointers, as in pack_a.
+      float* value = p.value.data() + panel * p.padded_k * kPanel;
+      const auto group_at = static_cast<std::size_t>(group * p.padded_k * kGroupCols + column0);
+      std::int8_t* exponent = p.group_exponent.data() + group_at;
+      std::uint8_t* lsb = p.group_lsb.data() + group_at;
+      for (std::int64_t k = 0; k < q.cols; ++k)
         for (std::int64_t lane = 0; lane < kPanel; ++lane) {
           if (codes[lane] == nullptr) continue;
           const std::uint8_t c = codes[lane][k];
-          const float v = table.value[c];
-          const auto column = static_cast<std::size_t>(column0 + lane);
-          p.value[static_cast<std::size_t>((panel * p.padded_k + k) * kPanel + lane)] = v;
-          p.group_exponent[row * kGroupCols + column] = static_cast<std::int8_t>(table.exponent[c]);
-          p.group_lsb[row * kGroupCols + column] = signed_lsb_byte(v, table.lsb[c], kZeroLsbByteB);
+          value[k * kPanel + lane] = table.value[c];
+          exponent[k * kGroupCols + lane] = table.exponent8[c];
+          lsb[k * kGroupCols + lane] = table.count_byte_b[c];
           finite = finite && table.finite[c];
         }
-      }
     }
     all_finite = all_finite && finite;
     return p;
