@@ -163,7 +163,7 @@ struct FloorProblem {
   bool bf16;
 };
 
-// Instructions [first, last) of rows row0..row0+3 and the first kPanels panels of group `group`,
+// Instructions [first, end) of rows row0..row0+3 and the first kPanels panels of group `group`,
 // carrying the partial p ([row][panel][lane]) from one to the next: the rounded-down window (see
 // the file comment). Every floating-point operation here other than the FMAs gives the same
 // result in any rounding mode: products with powers of two that are exact (the scalings of the
@@ -172,10 +172,10 @@ struct FloorProblem {
 template <int kPanels>
 FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const FloorProblem& pr, std::int64_t row0,
                                                                      std::int64_t group, std::int64_t first,
-                                                                     std::int64_t last, float (*p)[kPanels][kPanel]) {
+                                                                     std::int64_t end, float (*p)[kPanels][kPanel]) {
   constexpr int kLow = std::min(kPanels, 2), kHigh = std::max(kPanels - 2, 1);
   const int F = pr.fraction_bits;
-  const std::int64_t depth = pr.depth, k_stride = pr.a.padded_k, tile = row0 / kRows, panel0 = group * kGroupPanels;
+  const std::int64_t depth = pr.depth, tile = row0 / kRows, panel0 = group * kGroupPanels;
   const __m256i keep_mask = _mm256_set1_epi32(static_cast<int>(~((1u << (23 - F)) - 1u)));
   const __m256i exponent_bias = _mm256_set1_epi32(127), scale_exponent = _mm256_set1_epi32(127 + F);
   // Bit patterns of powers of two and of the bias, all from the scale 2^(F-E): the exponent
@@ -192,10 +192,10 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
 
   const unsigned saved = _mm_getcsr();
   load_mxcsr((saved & ~static_cast<unsigned>(_MM_ROUND_MASK)) | _MM_ROUND_DOWN);
-  for (std::int64_t i = first; i < last; ++i) {
+  for (std::int64_t i = first; i < end; ++i) {
     const std::int64_t k0 = i * depth;
-    const auto a_at = static_cast<std::size_t>((tile * k_stride + k0) * kRows);
-    const auto g_at = static_cast<std::size_t>((group * k_stride + k0) * kGroupCols);
+    const auto a_at = static_cast<std::size_t>((tile * pr.a.padded_k + k0) * kRows);
+    const auto g_at = static_cast<std::size_t>((group * pr.b.padded_k + k0) * kGroupCols);
     exponent_maxima(&pr.a.tile_exponent[a_at], &pr.b.group_exponent[g_at], depth, maxima);
 
     // E per output: the products' maximum (at least -64) and exponent(p) (0 and subnormals give
@@ -215,6 +215,8 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
         _mm256_store_si256(reinterpret_cast<__m256i*>(q < 2 ? start_low[r][q] : start_high[r][q - 2]),
                            _mm256_add_epi32(_mm256_sub_epi32(bias_from_scale, s), truncated_p));
       }
+      // count_threshold_byte(E - F - 1) (gemm_packing.hpp) in int8: E lies in [-64, 95] (the
+      // ranges above), so neither the narrowing nor the subtraction saturates.
       const __m256i t = _mm256_subs_epi8(narrow_to_int8(e[0], e[1], e[2], e[3]), _mm256_set1_epi8(static_cast<char>(F + 1)));
       const __m256i clamped = _mm256_min_epi8(_mm256_max_epi8(t, _mm256_set1_epi8(kCountThresholdMin)),
                                               _mm256_set1_epi8(kCountThresholdMax));
@@ -229,7 +231,7 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
     if constexpr (kPanels > 2)
       fma_rows<kPanels - 2>(&pr.a.tile_value[a_at], b[2], b[kPanels - 1], depth, &start_high[0][0][0], &acc_high[0][0][0]);
 
-    // S = trunc(p 2^(F-E)) + sum_k floor(x_k) + N is the accumulator's distance from the bias in
+    // S - N = trunc(p 2^(F-E)) + sum_k floor(x_k) is the accumulator's distance from the bias in
     // ulps (same binade), so an integer difference of bit patterns; N = depth + counts. S < 2^24
     // converts to FP32 exactly; keep F fraction bits of the sign-magnitude pattern (truncation)
     // and scale by 2^(E-F).
@@ -255,7 +257,7 @@ FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, st
   alignas(32) float p[kRows][kPanels][kPanel] = {};      // the partial of the current interval
   alignas(32) float total[kRows][kPanels][kPanel] = {};  // the FP32 accumulator promotions add into
   for (std::int64_t first = 0; first < pr.instructions;) {
-    std::int64_t last = first;  // the instruction after which the interval promotes
+    std::int64_t last = first;  // the interval's last instruction: the one after which it promotes
     while (!promotes_after(pr.plan, depth, last)) ++last;
     floor_instructions<kPanels>(pr, row0, group, first, last + 1, p);
     const std::int64_t j = interval_of(pr.plan, depth, last);  // promotion: total += p * s_a * s_b

@@ -4,6 +4,8 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/formats/float_formats.hpp"
 
@@ -43,6 +45,9 @@ CodeTable make_table(AccumulationModel::ZeroExponent zero) {
     t.exponent[code] = field == 0 ? FormatLayout<F>::min_exponent : field - F::bias;
     if ((code & 0x7F) == 0 && zero == AccumulationModel::ZeroExponent::none) t.exponent[code] = -126;
     t.lsb[code] = t.finite[code] ? lowest_bit_exponent(t.value[code]) : 0;  // non-finite: the scalar path runs
+    if (t.value[code] != 0.0f && t.finite[code] && (t.lsb[code] < kCountLsbMin || t.lsb[code] > kCountLsbMax))
+      throw std::logic_error(std::string("gemm packing: format ") + F::name + " has a value whose lowest set bit lies outside "
+                             "the floor count's range [-16, 15] (gemm_packing.hpp)");
     t.exponent8[code] = static_cast<std::int8_t>(t.exponent[code]);
     t.count_byte_a[code] = signed_lsb_byte(t.value[code], t.lsb[code], kZeroLsbByteA);
     t.count_byte_b[code] = signed_lsb_byte(t.value[code], t.lsb[code], kZeroLsbByteB);

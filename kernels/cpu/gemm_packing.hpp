@@ -25,19 +25,24 @@ inline constexpr std::int64_t kRowsPerTile = 4;  // A rows per micro-tile
 // byte add per product, from one signed-lsb byte per code:
 //   lsb + 32, plus 128 where the value is negative; zeros: kZeroLsbByteA (A), kZeroLsbByteB (B).
 // The sum of two such bytes is lsb_a + lsb_b + 64 + 128 [signs differ] (mod 256). Nonzero lsb
-// lie in [-16, 15] (E5M2's 2^-16 to 2^15; E4M3's in [-9, 8]), so read as int8 the sum is
-//   lsb_a + lsb_b - 64 in [-96, -34] for opposite signs, lsb_a + lsb_b + 64 in [32, 94] for alike,
-// and with a zero A: lsb_b + 111 in [95, 126] or lsb_b - 17 in [-33, -2]; with a zero B:
-// lsb_a - 16 in [-32, -1] or lsb_a + 112 in [96, 127]; two zeros: 31. A product counts iff the sum
-// is <= T - 64, with T clamped to [kCountThresholdMin, kCountThresholdMax]: below -32 nothing
-// counts and above 30 every opposite-sign product does, as unclamped, and every sum that must not
-// count is >= -33 > 30 - 64.
+// lie in [kCountLsbMin, kCountLsbMax] = [-16, 15] (E5M2's 2^-16 to 2^15; E4M3's in [-9, 8];
+// the code tables check it), so read as int8 the sum is
+//   lsb_a + lsb_b - 64 in [-96, -34] for opposite signs, lsb_a + lsb_b + 64 in [32, 94] for alike.
+// A product counts iff the sum is <= T - 64, with T clamped to [kCountThresholdMin,
+// kCountThresholdMax] = [-33, 30]: below -32 nothing counts and above 30 every opposite-sign
+// product does, as unclamped; so every sum that must not count has to be >= -33 (> 30 - 64).
+// A zero's byte must keep its sums there with either sign of the other factor, i.e. with both
+// bands of the other's bytes, 128 apart and 32 wide: with A's zero at 79 the sums are
+// lsb_b + 111 in [95, 126] or lsb_b - 17 in [-33, -2]; with B's zero at 208 (-48), lsb_a - 16 in
+// [-32, -1] or lsb_a + 112 in [96, 127]; two zeros give 31. The bands leave almost no freedom
+// (A's zero byte 79 or 80, B's 207 or 208): tests/unit/floor_count_bytes_test.cpp checks every pair.
 inline constexpr std::int64_t kGroupPanels = 4;
 inline constexpr std::int64_t kGroupCols = kGroupPanels * kPanel;  // 32: one int8 vector
+inline constexpr int kCountLsbMin = -16, kCountLsbMax = 15;
 inline constexpr int kLsbByteOffset = 32, kLsbByteNegative = 128;
 inline constexpr std::uint8_t kZeroLsbByteA = 79, kZeroLsbByteB = 208;
 inline constexpr int kCountThresholdMin = -33, kCountThresholdMax = 30;
-inline constexpr int kCountThresholdShift = 2 * kLsbByteOffset;  // the sum's offset for opposite signs: -64
+inline constexpr int kCountThresholdShift = 2 * kLsbByteOffset;  // subtracted from T: opposite signs sum to lsb_a + lsb_b - 64
 
 // The signed-lsb byte of a finite value v with lsb(v) = lsb; zero_byte (kZeroLsbByteA or B) for zero.
 inline std::uint8_t signed_lsb_byte(float v, int lsb, std::uint8_t zero_byte) {
@@ -84,7 +89,7 @@ struct PackedB {         // panels of kPanel columns: [panel][k][lane]
 // code is NaN or inf.
 // `zero` is the accumulation model's exponent convention for FP8 zeros (and the K padding).
 // `floor_count` fills the floor-and-count layout and, of the rest, only values and scales
-// (A: tile_value; B: value), all the floor micro-tile reads.
+// (A: tile_value and tile_exponent; B: value), all the floor micro-tile reads.
 PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
                const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool floor_count, bool& all_finite);
 PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,

@@ -83,7 +83,9 @@ void check_against_model(const QuantizedTensor& a, const QuantizedTensor& b, con
 TEST_CASE("cpu gemm matches the integer model reference bit for bit: random codes, every model") {
   std::mt19937_64 rng(2024);
   struct Shape { std::int64_t m, n, k; };
-  const Shape shapes[] = {{5, 9, 32}, {13, 17, 100}, {8, 24, 300}, {6, 11, 640}};
+  // n = 41 and 72 reach the floor micro-tile's full groups of 4 panels, groups past the first and
+  // a last group of 2 and 1 panels.
+  const Shape shapes[] = {{5, 9, 32}, {13, 17, 100}, {8, 24, 300}, {6, 11, 640}, {6, 41, 300}, {5, 72, 100}};
   const char* models[] = {"hopper", "hopper,zero:min", "fp32", "bits:16,depth:16,round:rne,zero:min",
                           "bits:10,depth:64,round:rz", "bits:25,depth:32,round:rz"};
   for (const FormatPair& formats : kFormatPairs)

@@ -5,7 +5,10 @@
 // threshold can carry, so no corner of the derivation is left to random data.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <sstream>
 #include <vector>
 
 #include "kernels/cpu/gemm_packing.hpp"
@@ -56,6 +59,7 @@ TEST_CASE("floor count bytes: the wrapping byte sum counts exactly the negative 
   add_finite_codes<E4M3>(operands);
   add_finite_codes<E5M2>(operands);
   std::int64_t wrong = 0, counted = 0;
+  std::ostringstream first_wrong;
   for (int t = -128; t <= 127; ++t) {
     const std::int8_t threshold = count_threshold_byte(t);
     for (const CountOperand& a : operands)
@@ -64,10 +68,13 @@ TEST_CASE("floor count bytes: the wrapping byte sum counts exactly the negative 
         const auto sum = static_cast<std::uint8_t>(signed_lsb_byte(a.value, a.lsb, kZeroLsbByteA) +
                                                    signed_lsb_byte(b.value, b.lsb, kZeroLsbByteB));
         const bool got = static_cast<std::int8_t>(sum) <= threshold;
-        wrong += got != expected;
+        if (got != expected && wrong++ == 0)
+          first_wrong << "a = " << a.value << " (lsb " << a.lsb << "), b = " << b.value << " (lsb " << b.lsb << "), T = " << t
+                      << ": counted " << got << ", expected " << expected;
         counted += got;
       }
   }
+  INFO("first wrong: " << first_wrong.str());
   CHECK(wrong == 0);
   CHECK(counted > 0);
 }
