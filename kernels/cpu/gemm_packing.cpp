@@ -75,6 +75,30 @@ void fill_interval_scales(const QuantizedTensor& q, const GemmPlan& plan, std::i
   for (std::int64_t j = 0; j < plan.intervals; ++j) to[j * stride] = q.scale_of(row, std::min(j * plan.interval, q.cols - 1));
 }
 
+// The codes of kLines operand lines (rows of A, columns of B; null: padding, left as filled) over
+// `count` k into the floor micro-tile's layouts: line j at k goes to value[k * value_stride + j]
+// and to exponent and lsb at [k * byte_stride + j]. Returns whether every code was finite.
+// Raw pointers and a local copy of `codes`: stores through int8 pointers may alias anything, so
+// the compiler would otherwise reload vector data pointers and code pointers on every element.
+template <int kLines>
+bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&lines)[kLines], std::int64_t count,
+                        const std::array<std::uint8_t, 256>& count_byte, float* value, std::int64_t value_stride,
+                        std::int8_t* exponent, std::uint8_t* lsb, std::int64_t byte_stride) {
+  const std::uint8_t* codes[kLines];
+  std::copy_n(lines, kLines, codes);
+  bool finite = true;
+  for (std::int64_t k = 0; k < count; ++k)
+    for (int j = 0; j < kLines; ++j) {
+      if (codes[j] == nullptr) continue;
+      const std::uint8_t c = codes[j][k];
+      value[k * value_stride + j] = table.value[c];
+      exponent[k * byte_stride + j] = table.exponent8[c];
+      lsb[k * byte_stride + j] = count_byte[c];
+      finite = finite && table.finite[c];
+    }
+  return finite;
+}
+
 // One operand row of codes into values and exponents written `stride` apart, raising the
 // per-instruction exponent maxima; returns whether every code was finite.
 bool unpack_row(const CodeTable& table, const std::uint8_t* codes, std::int64_t count, std::int64_t depth,
@@ -120,22 +144,10 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
         codes[r] = q.codes.data() + rows[static_cast<std::size_t>(i)] * q.cols;
         fill_interval_scales(q, plan, rows[static_cast<std::size_t>(i)], &p.scale[static_cast<std::size_t>(i * plan.intervals)], 1);
       }
-      // Raw pointers: stores through int8 pointers could alias the vectors' own, which the
-      // compiler would otherwise reload on every element.
       const auto tile_at = static_cast<std::size_t>(tile * p.padded_k * kRowsPerTile);
-      float* value = p.tile_value.data() + tile_at;
-      std::int8_t* exponent = p.tile_exponent.data() + tile_at;
-      std::uint8_t* lsb = p.tile_lsb.data() + tile_at;
-      for (std::int64_t k = 0; k < q.cols; ++k)
-        for (std::int64_t r = 0; r < kRowsPerTile; ++r) {
-          if (codes[r] == nullptr) continue;
-          const std::uint8_t c = codes[r][k];
-          const std::int64_t to = k * kRowsPerTile + r;
-          value[to] = table.value[c];
-          exponent[to] = table.exponent8[c];
-          lsb[to] = table.count_byte_a[c];
-          finite = finite && table.finite[c];
-        }
+      finite = unpack_floor_lines<kRowsPerTile>(table, codes, q.cols, table.count_byte_a, &p.tile_value[tile_at], kRowsPerTile,
+                                                &p.tile_exponent[tile_at], &p.tile_lsb[tile_at], kRowsPerTile) &&
+               finite;
     }
     all_finite = all_finite && finite;
     return p;
@@ -193,20 +205,11 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
         fill_interval_scales(q, plan, col, &p.scale[static_cast<std::size_t>(panel * plan.intervals * kPanel + lane)], kPanel);
       }
       const std::int64_t group = panel / kGroupPanels, column0 = (panel % kGroupPanels) * kPanel;
-      // Raw pointers, as in pack_a.
-      float* value = p.value.data() + panel * p.padded_k * kPanel;
       const auto group_at = static_cast<std::size_t>(group * p.padded_k * kGroupCols + column0);
-      std::int8_t* exponent = p.group_exponent.data() + group_at;
-      std::uint8_t* lsb = p.group_lsb.data() + group_at;
-      for (std::int64_t k = 0; k < q.cols; ++k)
-        for (std::int64_t lane = 0; lane < kPanel; ++lane) {
-          if (codes[lane] == nullptr) continue;
-          const std::uint8_t c = codes[lane][k];
-          value[k * kPanel + lane] = table.value[c];
-          exponent[k * kGroupCols + lane] = table.exponent8[c];
-          lsb[k * kGroupCols + lane] = table.count_byte_b[c];
-          finite = finite && table.finite[c];
-        }
+      finite = unpack_floor_lines<kPanel>(table, codes, q.cols, table.count_byte_b,
+                                          &p.value[static_cast<std::size_t>(panel * p.padded_k * kPanel)], kPanel,
+                                          &p.group_exponent[group_at], &p.group_lsb[group_at], kGroupCols) &&
+               finite;
     }
     all_finite = all_finite && finite;
     return p;
