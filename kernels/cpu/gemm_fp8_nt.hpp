@@ -20,8 +20,12 @@ struct GemmOptions {
   bool force_generic = false;  // tests: the scalar micro-tiles whatever active_cpu_isa() says
   // Sampling: compute only these output rows / columns (empty: all). Sorted or not, any order.
   std::vector<std::int64_t> rows, cols;
-  // tests: the 16-lane micro-tiles that AVX-512 CPUs run, built for AVX2, on an AVX2 CPU
+  // tests: the 16-lane micro-tile with a conversion per term that AVX-512 CPUs run for
+  // truncating models outside the floor micro-tile's range, built for AVX2, on an AVX2 CPU
   bool force_wide_tiles = false;
+  // tests: the 16-lane floor micro-tile (gemm_fp8_nt_floor_wide.cpp) that AVX-512 CPUs run
+  // for the truncating models within its range; its AVX2 build on a CPU without AVX-512
+  bool force_wide_floor_tiles = false;
   // tests: the AVX2 micro-tiles with a conversion per term, for models the floor micro-tile
   // (gemm_fp8_nt_floor.cpp) would otherwise run
   bool force_convert_tiles = false;

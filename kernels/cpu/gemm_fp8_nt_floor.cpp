@@ -1,5 +1,6 @@
 // The fused accumulation model with truncation (rz, the Hopper default) computed by FMAs that
-// round toward -inf, plus a count: the micro-tile x86-64 CPUs run for it.
+// round toward -inf, plus a count: the micro-tile AVX2 CPUs run for it (AVX-512 CPUs run the
+// same steps on 16 lanes: gemm_fp8_nt_floor_wide.cpp).
 //
 // Per output and instruction the model needs (gemm_fp8_nt.cpp's file comment)
 //   S = trunc(p 2^(F-E)) + sum_k trunc(x_k),   x_k = a_k b_k / u,   u = 2^(E-F).
@@ -54,7 +55,8 @@ constexpr std::int64_t kRows = kRowsPerTile;  // 4
 FP8LAB_TARGET_AVX2 inline void load_mxcsr(unsigned value) { asm volatile("vldmxcsr %0" : : "m"(value) : "memory"); }
 
 // acc[r][q] = bias[r][q] + sum_k a[k][r] b_q[k] over k < depth for kP (1 or 2) panels: 4 kP
-// accumulators, named so that they stay in registers. bias and acc are [row][kP][lane].
+// accumulators, named so that they stay in registers. bias and acc are [row][kP][lane]; b0
+// and b1 are panels of a group's values, [k][kGroupCols].
 template <int kP>
 FP8LAB_TARGET_AVX2 inline void fma_rows(const float* at, const float* b0, const float* b1, std::int64_t depth,
                                         const float* bias, float* acc) {
@@ -68,8 +70,8 @@ FP8LAB_TARGET_AVX2 inline void fma_rows(const float* at, const float* b0, const 
   }
 #pragma GCC unroll 4
   for (std::int64_t k = 0; k < depth; ++k) {
-    const __m256 x0 = _mm256_loadu_ps(b0 + k * kPanel);
-    const __m256 x1 = kP == 2 ? _mm256_loadu_ps(b1 + k * kPanel) : x0;
+    const __m256 x0 = _mm256_loadu_ps(b0 + k * kGroupCols);
+    const __m256 x1 = kP == 2 ? _mm256_loadu_ps(b1 + k * kGroupCols) : x0;
     const float* a = at + k * kRows;
     __m256 s = _mm256_broadcast_ss(a + 0);
     c00 = _mm256_fmadd_ps(s, x0, c00);
@@ -151,18 +153,6 @@ FP8LAB_TARGET_AVX2 inline __m256i narrow_to_int8(__m256i v0, __m256i v1, __m256i
   return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-// What a floor micro-tile reads and where it writes: the finished outputs, [out_rows][out_cols].
-struct FloorProblem {
-  const PackedA& a;
-  const PackedB& b;
-  const GemmPlan& plan;
-  int fraction_bits;
-  std::int64_t depth, instructions;
-  float* out;
-  std::int64_t out_rows, out_cols;
-  bool bf16;
-};
-
 // Instructions [first, end) of rows row0..row0+3 and the first kPanels panels of group `group`,
 // carrying the partial p ([row][panel][lane]) from one to the next: the rounded-down window (see
 // the file comment). Every floating-point operation here other than the FMAs gives the same
@@ -175,7 +165,7 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
                                                                      std::int64_t end, float (*p)[kPanels][kPanel]) {
   constexpr int kLow = std::min(kPanels, 2), kHigh = std::max(kPanels - 2, 1);
   const int F = pr.fraction_bits;
-  const std::int64_t depth = pr.depth, tile = row0 / kRows, panel0 = group * kGroupPanels;
+  const std::int64_t depth = pr.depth, tile = row0 / kRows;
   const __m256i keep_mask = _mm256_set1_epi32(static_cast<int>(~((1u << (23 - F)) - 1u)));
   const __m256i exponent_bias = _mm256_set1_epi32(127), scale_exponent = _mm256_set1_epi32(127 + F);
   // Bit patterns of powers of two and of the bias, all from the scale 2^(F-E): the exponent
@@ -225,8 +215,7 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
 
     truncation_counts(&pr.a.tile_lsb[a_at], &pr.b.group_lsb[g_at], depth, threshold, counts);
     const float* b[kPanels];
-    for (int q = 0; q < kPanels; ++q)
-      b[q] = &pr.b.value[static_cast<std::size_t>(((panel0 + q) * pr.b.padded_k + k0) * kPanel)];
+    for (int q = 0; q < kPanels; ++q) b[q] = &pr.b.value[g_at + static_cast<std::size_t>(q * kPanel)];
     fma_rows<kLow>(&pr.a.tile_value[a_at], b[0], b[kLow - 1], depth, &start_low[0][0][0], &acc_low[0][0][0]);
     if constexpr (kPanels > 2)
       fma_rows<kPanels - 2>(&pr.a.tile_value[a_at], b[2], b[kPanels - 1], depth, &start_high[0][0][0], &acc_high[0][0][0]);
@@ -299,7 +288,7 @@ static FP8LAB_TARGET_AVX2 void tile_floor_avx2(const FloorProblem& pr, std::int6
 }
 
 std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan& plan, const GemmConfig& config,
-                              std::int64_t depth, int threads) {
+                              std::int64_t depth, int threads, FloorTile tile) {
   std::vector<float> out(static_cast<std::size_t>(a.rows * b.cols));
   const FloorProblem pr{a, b, plan, config.accumulation.fraction_bits, depth, plan.padded_k / depth, out.data(),
                         a.rows, b.cols, config.output == OutputType::bf16};
@@ -312,7 +301,11 @@ std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan
     const std::int64_t rc = task / group_chunks, gc = task % group_chunks;
     for (std::int64_t group = gc * kGroupChunk; group < std::min(b.groups, (gc + 1) * kGroupChunk); ++group)
       for (std::int64_t r = rc * kRowChunk; r < std::min(a.padded_rows, (rc + 1) * kRowChunk); r += kRows)
-        tile_floor_avx2(pr, r, group, std::min(kGroupPanels, b.panels - group * kGroupPanels));
+        switch (tile) {
+          case FloorTile::avx2: tile_floor_avx2(pr, r, group, std::min(kGroupPanels, b.panels - group * kGroupPanels)); break;
+          case FloorTile::wide_avx2: tile_floor_wide_avx2(pr, r, group); break;
+          case FloorTile::wide_avx512: tile_floor_wide_avx512(pr, r, group); break;
+        }
   }
   return out;
 }

@@ -14,8 +14,8 @@ namespace fp8lab::cpu::detail {
 
 // Which micro-tile code runs: scalar (the definition), AVX2 (8 lanes, a conversion per term),
 // wide (16 lanes: two rows per vector, compiled for AVX-512 where the CPU has it; tests also
-// run it on AVX2). The truncating fused models have a faster path of their own on every
-// x86-64 CPU with AVX2, AVX-512 ones included: gemm_floor below.
+// run it on AVX2). The truncating fused models within the floor micro-tile's range have a
+// faster path of their own: gemm_floor below (AVX2 and AVX-512 builds).
 enum class MicroTile { scalar, avx2, wide };
 
 struct GemmProblem {
@@ -62,10 +62,31 @@ inline bool wide_tile_holds(const AccumulationModel& m) {
 // Can the floor micro-tile run this model? Truncation (rz), (4 D + 2) 2^F <= 2^22, D <= 127, F <= 21.
 bool floor_tile_holds(const AccumulationModel& m);
 
-// The whole GEMM by the floor micro-tile (gemm_fp8_nt_floor.cpp) on operands packed with
-// floor_count and all finite: C as [a.rows][b.cols], bf16-rounded if the config says so.
+// Which floor micro-tile runs: the AVX2 one (8 lanes, gemm_fp8_nt_floor.cpp), or the 16-lane
+// one (gemm_fp8_nt_floor_wide.cpp) as AVX-512 CPUs run it, or its AVX2 build (tests).
+enum class FloorTile { avx2, wide_avx2, wide_avx512 };
+
+// What a floor micro-tile (4 rows x one group of kGroupCols columns) reads and where it
+// writes: the finished outputs, [out_rows][out_cols].
+struct FloorProblem {
+  const PackedA& a;
+  const PackedB& b;
+  const GemmPlan& plan;
+  int fraction_bits;
+  std::int64_t depth, instructions;
+  float* out;
+  std::int64_t out_rows, out_cols;
+  bool bf16;
+};
+
+// Rows row0..row0+3 and group `group` over the whole of K, by the 16-lane floor micro-tile.
+void tile_floor_wide_avx512(const FloorProblem& pr, std::int64_t row0, std::int64_t group);
+void tile_floor_wide_avx2(const FloorProblem& pr, std::int64_t row0, std::int64_t group);
+
+// The whole GEMM by a floor micro-tile on operands packed with floor_count and all finite:
+// C as [a.rows][b.cols], bf16-rounded if the config says so.
 std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan& plan, const GemmConfig& config,
-                              std::int64_t depth, int threads);
+                              std::int64_t depth, int threads, FloorTile tile);
 
 // Instructions [i_begin, i_end) of the fused model for rows row0..row0+3 and one panel.
 void tile_fused_wide_avx512(const GemmProblem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,

@@ -76,14 +76,14 @@ void fill_interval_scales(const QuantizedTensor& q, const GemmPlan& plan, std::i
 }
 
 // The codes of kLines operand lines (rows of A, columns of B; null: padding, left as filled) over
-// `count` k into the floor micro-tile's layouts: line j at k goes to value[k * value_stride + j]
-// and to exponent and lsb at [k * byte_stride + j]. Returns whether every code was finite.
+// `count` k into the floor micro-tile's layouts: line j at k goes to value, exponent and lsb at
+// [k * stride + j]. Returns whether every code was finite.
 // Raw pointers and a local copy of `codes`: stores through int8 pointers may alias anything, so
 // the compiler would otherwise reload vector data pointers and code pointers on every element.
 template <int kLines>
 bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&lines)[kLines], std::int64_t count,
-                        const std::array<std::uint8_t, 256>& count_byte, float* value, std::int64_t value_stride,
-                        std::int8_t* exponent, std::uint8_t* lsb, std::int64_t byte_stride) {
+                        const std::array<std::uint8_t, 256>& count_byte, std::int64_t stride, float* value,
+                        std::int8_t* exponent, std::uint8_t* lsb) {
   const std::uint8_t* codes[kLines];
   std::copy_n(lines, kLines, codes);
   bool finite = true;
@@ -91,9 +91,9 @@ bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&line
     for (int j = 0; j < kLines; ++j) {
       if (codes[j] == nullptr) continue;
       const std::uint8_t c = codes[j][k];
-      value[k * value_stride + j] = table.value[c];
-      exponent[k * byte_stride + j] = table.exponent8[c];
-      lsb[k * byte_stride + j] = count_byte[c];
+      value[k * stride + j] = table.value[c];
+      exponent[k * stride + j] = table.exponent8[c];
+      lsb[k * stride + j] = count_byte[c];
       finite = finite && table.finite[c];
     }
   return finite;
@@ -145,8 +145,8 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
         fill_interval_scales(q, plan, rows[static_cast<std::size_t>(i)], &p.scale[static_cast<std::size_t>(i * plan.intervals)], 1);
       }
       const auto tile_at = static_cast<std::size_t>(tile * p.padded_k * kRowsPerTile);
-      finite = unpack_floor_lines<kRowsPerTile>(table, codes, q.cols, table.count_byte_a, &p.tile_value[tile_at], kRowsPerTile,
-                                                &p.tile_exponent[tile_at], &p.tile_lsb[tile_at], kRowsPerTile) &&
+      finite = unpack_floor_lines<kRowsPerTile>(table, codes, q.cols, table.count_byte_a, kRowsPerTile, &p.tile_value[tile_at],
+                                                &p.tile_exponent[tile_at], &p.tile_lsb[tile_at]) &&
                finite;
     }
     all_finite = all_finite && finite;
@@ -187,15 +187,15 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   p.panels = (p.cols + kPanel - 1) / kPanel;
   p.padded_k = plan.padded_k;
   const std::int32_t padding_exponent = table.exponent[0];
-  p.value.assign(static_cast<std::size_t>(p.panels * p.padded_k * kPanel), 0.0f);
   p.scale.assign(static_cast<std::size_t>(p.panels * plan.intervals * kPanel), 1.0f);
   bool finite = true;
   if (floor_count) {
-    // Values [panel][k][lane] and the group layout, straight from the codes.
+    // Values and bytes in the group layout, straight from the codes.
     p.groups = (p.panels + kGroupPanels - 1) / kGroupPanels;
+    p.value.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), 0.0f);
     p.group_exponent.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), static_cast<std::int8_t>(padding_exponent));
     p.group_lsb.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), kZeroLsbByteB);
-    // By panel, k outer: the writes run sequentially through [panel][k][lane] and [group][k][...].
+    // By panel, k outer: the writes run sequentially through [group][k][...].
 #pragma omp parallel for reduction(&& : finite)
     for (std::int64_t panel = 0; panel < p.panels; ++panel) {
       const std::uint8_t* codes[kPanel] = {};
@@ -206,14 +206,14 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
       }
       const std::int64_t group = panel / kGroupPanels, column0 = (panel % kGroupPanels) * kPanel;
       const auto group_at = static_cast<std::size_t>(group * p.padded_k * kGroupCols + column0);
-      finite = unpack_floor_lines<kPanel>(table, codes, q.cols, table.count_byte_b,
-                                          &p.value[static_cast<std::size_t>(panel * p.padded_k * kPanel)], kPanel,
-                                          &p.group_exponent[group_at], &p.group_lsb[group_at], kGroupCols) &&
+      finite = unpack_floor_lines<kPanel>(table, codes, q.cols, table.count_byte_b, kGroupCols, &p.value[group_at],
+                                          &p.group_exponent[group_at], &p.group_lsb[group_at]) &&
                finite;
     }
     all_finite = all_finite && finite;
     return p;
   }
+  p.value.assign(static_cast<std::size_t>(p.panels * p.padded_k * kPanel), 0.0f);
   p.exponent.assign(p.value.size(), padding_exponent);
   p.instruction_max.assign(static_cast<std::size_t>(p.panels * instructions), padding_exponent);
   // Parallel over panels: the lanes of one panel share its instruction_max entries.

@@ -70,7 +70,7 @@ struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` 
   std::vector<std::uint8_t> tile_lsb;
 };
 
-struct PackedB {         // panels of kPanel columns: [panel][k][lane]
+struct PackedB {         // panels of kPanel columns: [panel][k][lane] (floor layout: see below)
   std::int64_t cols = 0, panels = 0, padded_k = 0;
   std::vector<float> value;
   std::vector<std::int32_t> exponent;
@@ -78,7 +78,9 @@ struct PackedB {         // panels of kPanel columns: [panel][k][lane]
   std::vector<float> scale;                   // [panel][interval][lane]
   std::vector<std::int8_t> lane_exponent;     // [panel][k][lane]
   // Floor-and-count layout (empty unless asked for), groups of kGroupPanels panels, column
-  // c = panel_in_group * 8 + lane; columns past `cols` hold a zero code:
+  // c = panel_in_group * 8 + lane; columns past `cols` hold a zero code. `value` then holds
+  // [group][k][c] too (one 32-float row per k: the 16-lane floor micro-tile loads it as two
+  // vectors, the AVX2 one as four).
   std::int64_t groups = 0;
   std::vector<std::int8_t> group_exponent;    // [group][k][c]
   std::vector<std::uint8_t> group_lsb;       // [group][k][c]: the signed-lsb bytes (above)

@@ -4,7 +4,8 @@
 //    128, M not of 4, N not of 8), every finite code (subnormals, extremes, mixed signs),
 //    wide and positive-only data, every accumulation model and zero convention, every SIMD
 //    path this CPU has (scalar, AVX2, AVX-512: the floor micro-tile where the model allows it),
-//    the AVX2 micro-tile with a conversion per term, and the 16-lane AVX-512 micro-tile built for AVX2,
+//    the AVX2 micro-tile with a conversion per term, and both 16-lane AVX-512 micro-tiles
+//    (with a conversion per term, and the floor one) built for AVX2,
 //    for both single formats and both mixes (E4M3 x E5M2 and E5M2 x E4M3, as Transformer
 //    Engine's HYBRID backward runs them);
 // 2. against the FP64 GEMM on integer-valued operands with power-of-two scales, where both
@@ -67,6 +68,13 @@ void check_against_model(const QuantizedTensor& a, const QuantizedTensor& b, con
     wide.force_wide_tiles = true;
     Mismatch m = compare(cpu::gemm_nt(a, b, config, wide), want);
     INFO("16-lane (AVX-512 layout) path built for AVX2: " << m.count << " mismatches, max ulp " << m.max_ulp);
+    CHECK(m.count == 0);
+    // The 16-lane floor micro-tile of AVX-512 CPUs, built for AVX2 (for the models the floor
+    // micro-tile holds; others run the paths above again).
+    cpu::GemmOptions wide_floor;
+    wide_floor.force_wide_floor_tiles = true;
+    m = compare(cpu::gemm_nt(a, b, config, wide_floor), want);
+    INFO("16-lane floor path built for AVX2: " << m.count << " mismatches, max ulp " << m.max_ulp);
     CHECK(m.count == 0);
     // The AVX2 tiles with a conversion per term, which the floor micro-tile replaces for
     // truncating models (the paths above ran the floor micro-tile where it holds).
