@@ -364,15 +364,19 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
   // Truncating fused models: the floor micro-tile (16 lanes on AVX-512 CPUs), when every code
   // is finite (a NaN or inf found while packing sends the problem to the scalar tiles below,
   // packed afresh).
+  // The fp32 model on AVX-512 CPUs: its 16-lane micro-tile on the same layout, likewise.
+  const bool fp32_model = config.accumulation.kind == AccumulationModel::Kind::fp32;
+  const bool wide_floor_layout = isa == CpuIsa::avx512 || options.force_wide_floor_tiles;
   if (isa != CpuIsa::scalar && !options.force_wide_tiles && !options.force_convert_tiles &&
-      detail::floor_tile_holds(config.accumulation)) {
+      (detail::floor_tile_holds(config.accumulation) || (fp32_model && wide_floor_layout))) {
     bool finite = true;
     const PackedA fa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, true, finite);
     const PackedB fb = detail::pack_b(b, plan, depth, zero, options.cols, true, finite);
     using detail::FloorTile;
-    const FloorTile tile = isa == CpuIsa::avx512             ? FloorTile::wide_avx512
-                           : options.force_wide_floor_tiles ? FloorTile::wide_avx2
-                                                            : FloorTile::avx2;
+    const bool avx512 = isa == CpuIsa::avx512;
+    const FloorTile tile = fp32_model          ? (avx512 ? FloorTile::fp32_wide_avx512 : FloorTile::fp32_wide_avx2)
+                           : wide_floor_layout ? (avx512 ? FloorTile::wide_avx512 : FloorTile::wide_avx2)
+                                               : FloorTile::avx2;
     if (finite) return detail::gemm_floor(fa, fb, plan, config, depth, threads, tile);
   }
   bool all_finite = true;

@@ -305,6 +305,8 @@ std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan
           case FloorTile::avx2: tile_floor_avx2(pr, r, group, std::min(kGroupPanels, b.panels - group * kGroupPanels)); break;
           case FloorTile::wide_avx2: tile_floor_wide_avx2(pr, r, group); break;
           case FloorTile::wide_avx512: tile_floor_wide_avx512(pr, r, group); break;
+          case FloorTile::fp32_wide_avx2: tile_fp32_wide_avx2(pr, r, group); break;
+          case FloorTile::fp32_wide_avx512: tile_fp32_wide_avx512(pr, r, group); break;
         }
   }
   return out;

@@ -225,4 +225,12 @@ FP8LAB_TARGET_AVX2 void tile_floor_wide_avx2(const FloorProblem& pr, std::int64_
   tile_avx2(pr, row0, group);
 }
 
+FP8LAB_TARGET_AVX512 void tile_fp32_wide_avx512(const FloorProblem& pr, std::int64_t row0, std::int64_t group) {
+  fp32_tile_avx512(pr, row0, group);
+}
+
+FP8LAB_TARGET_AVX2 void tile_fp32_wide_avx2(const FloorProblem& pr, std::int64_t row0, std::int64_t group) {
+  fp32_tile_avx2(pr, row0, group);
+}
+
 }  // namespace fp8lab::cpu::detail

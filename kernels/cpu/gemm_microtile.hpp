@@ -62,9 +62,11 @@ inline bool wide_tile_holds(const AccumulationModel& m) {
 // Can the floor micro-tile run this model? Truncation (rz), (4 D + 2) 2^F <= 2^22, D <= 127, F <= 21.
 bool floor_tile_holds(const AccumulationModel& m);
 
-// Which floor micro-tile runs: the AVX2 one (8 lanes, gemm_fp8_nt_floor.cpp), or the 16-lane
-// one (gemm_fp8_nt_floor_wide.cpp) as AVX-512 CPUs run it, or its AVX2 build (tests).
-enum class FloorTile { avx2, wide_avx2, wide_avx512 };
+// Which micro-tile runs on the floor layout (4 rows x groups of 32 columns): the AVX2 floor
+// micro-tile (8 lanes, gemm_fp8_nt_floor.cpp), or the 16-lane one (gemm_fp8_nt_floor_wide.cpp)
+// as AVX-512 CPUs run it or its AVX2 build (tests); or the fp32 model's 16-lane micro-tile
+// (same file), likewise.
+enum class FloorTile { avx2, wide_avx2, wide_avx512, fp32_wide_avx2, fp32_wide_avx512 };
 
 // What a floor micro-tile (4 rows x one group of kGroupCols columns) reads and where it
 // writes: the finished outputs, [out_rows][out_cols].
@@ -82,9 +84,12 @@ struct FloorProblem {
 // Rows row0..row0+3 and group `group` over the whole of K, by the 16-lane floor micro-tile.
 void tile_floor_wide_avx512(const FloorProblem& pr, std::int64_t row0, std::int64_t group);
 void tile_floor_wide_avx2(const FloorProblem& pr, std::int64_t row0, std::int64_t group);
+// The same by the fp32 model.
+void tile_fp32_wide_avx512(const FloorProblem& pr, std::int64_t row0, std::int64_t group);
+void tile_fp32_wide_avx2(const FloorProblem& pr, std::int64_t row0, std::int64_t group);
 
-// The whole GEMM by a floor micro-tile on operands packed with floor_count and all finite:
-// C as [a.rows][b.cols], bf16-rounded if the config says so.
+// The whole GEMM by a micro-tile on the floor layout, on operands packed with floor_count and
+// all finite: C as [a.rows][b.cols], bf16-rounded if the config says so.
 std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan& plan, const GemmConfig& config,
                               std::int64_t depth, int threads, FloorTile tile);
 
