@@ -1,10 +1,10 @@
 // The AVX-512 copy of Eigen's FP32 GEMM (eigen_sgemm_avx512.hpp says why it exists and why it
 // is a shared library with one private copy of Eigen).
 //
-// Compiled with -march=x86-64-v4 and hidden visibility; eigen_sgemm_avx512.map exports the
-// two functions below and nothing else. Renaming the namespace keeps every Eigen symbol here
-// distinct from the program's own Eigen (and names them *avx512*, which the GPU bundle's zmm
-// check reads as a run-time-dispatched variant).
+// Compiled for AVX-512 (kernels/CMakeLists.txt) with hidden visibility; eigen_sgemm_avx512.map
+// exports the two functions below and nothing else. Renaming the namespace keeps every Eigen
+// symbol here distinct from the program's own Eigen. (Only the CPU benchmark links this
+// library; the GPU bundle does not carry it.)
 #define Eigen fp8lab_eigen_avx512
 #include <Eigen/Core>
 

@@ -373,7 +373,7 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
     const PackedA fa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, true, finite);
     const PackedB fb = detail::pack_b(b, plan, depth, zero, options.cols, true, finite);
     using detail::FloorTile;
-    const bool avx512 = isa == CpuIsa::avx512;
+    const bool avx512 = isa == CpuIsa::avx512 && !options.force_wide_floor_tiles;  // the flag: the AVX2 builds
     const FloorTile tile = fp32_model          ? (avx512 ? FloorTile::fp32_wide_avx512 : FloorTile::fp32_wide_avx2)
                            : wide_floor_layout ? (avx512 ? FloorTile::wide_avx512 : FloorTile::wide_avx2)
                                                : FloorTile::avx2;
@@ -393,7 +393,7 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
   const bool wide = (isa == CpuIsa::avx512 || options.force_wide_tiles) && detail::wide_tile_holds(config.accumulation);
   const MicroTile tile = !vector_path ? MicroTile::scalar : wide ? MicroTile::wide : MicroTile::avx2;
   const GemmProblem pr{pa,         pb,          plan,           config.accumulation, depth, instructions,
-                       state_cols, acc.data(), partial.data(), tile,                isa == CpuIsa::avx512};
+                       state_cols, acc.data(), partial.data(), tile,                isa == CpuIsa::avx512 && !options.force_wide_tiles};
 
   const std::int64_t block_instructions = std::max<std::int64_t>(1, kKBlock / depth);
   const std::int64_t row_chunks = (padded_rows + kRowChunk - 1) / kRowChunk;

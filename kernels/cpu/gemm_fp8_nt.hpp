@@ -21,11 +21,11 @@ struct GemmOptions {
   // Sampling: compute only these output rows / columns (empty: all). Sorted or not, any order.
   std::vector<std::int64_t> rows, cols;
   // tests: the 16-lane micro-tile with a conversion per term that AVX-512 CPUs run for
-  // truncating models outside the floor micro-tile's range, built for AVX2, on an AVX2 CPU
+  // truncating models outside the floor micro-tile's range, its AVX2 build (on any CPU with AVX2)
   bool force_wide_tiles = false;
   // tests: the 16-lane micro-tiles on the floor layout (gemm_fp8_nt_floor_wide.cpp) that
-  // AVX-512 CPUs run for the truncating models within the floor range and for the fp32 model;
-  // their AVX2 builds on a CPU without AVX-512
+  // AVX-512 CPUs run for the truncating models within the floor range and for the fp32 model,
+  // their AVX2 builds (on any CPU with AVX2: an AVX-512 CPU runs its own builds without the flag)
   bool force_wide_floor_tiles = false;
   // tests: the AVX2 micro-tiles with a conversion per term, for models the floor micro-tile
   // (gemm_fp8_nt_floor.cpp) would otherwise run

@@ -8,8 +8,10 @@
 //     2j in bytes 0-31 and row 2j + 1 in bytes 32-63, so B's 32 bytes of one k serve both rows.
 //
 // Written with GCC vector extensions, as gemm_fp8_nt_wide.cpp: the same source compiles to zmm
-// code for AVX-512 and to pairs of ymm for AVX2, and the AVX2 build is what the tests run on
-// machines without AVX-512, so the 16-lane algorithm is checked bit for bit everywhere; the
+// code for AVX-512 and to pairs of ymm for AVX2 (with the default x86-64-v3 build; a build whose
+// -march has AVX-512 may use it in both), and the exact tests run both builds wherever the CPU
+// has them (GemmOptions::force_wide_floor_tiles: the AVX2 one), so the 16-lane algorithm is
+// checked bit for bit on every machine; the
 // compiler keeps the meaning of each element-wise operation in both builds. What has no
 // element-wise operator, or needs one instruction the compiler would not choose by itself,
 // comes from each target's intrinsics in the small functions below (*_avx512, *_avx2): the FMA
@@ -29,8 +31,8 @@ namespace {
 
 // The helpers below take and return 64-byte vectors, whose calling convention differs between
 // AVX2 and AVX-512 code (what -Wpsabi warns of); every one is always_inline, so no such call is
-// ever made. (GCC reports it at the end of the file, so it stays off to the end.)
-#pragma GCC diagnostic ignored "-Wpsabi"
+// ever made. kernels/CMakeLists.txt compiles this file with -Wno-psabi (GCC reports it after
+// the source is read, where no pragma reaches).
 
 typedef float f32x16 __attribute__((vector_size(64)));
 typedef float f32x8 __attribute__((vector_size(32)));
@@ -175,7 +177,7 @@ __attribute__((always_inline)) inline WindowConstants window_constants(int F, st
 
 // One 16-column piece before the FMAs: E = max(exponent(p), the products' maximum), the scale
 // 2^(F-E) as a bit pattern, the accumulator's start bias + trunc(p 2^(F-E)) ulps; returns E.
-__attribute__((always_inline)) inline i32x16 start_piece(const float* p, i32x16 products_max, const WindowConstants& c,
+__attribute__((always_inline)) inline i32x16 start_piece(const float* p, const i32x16& products_max, const WindowConstants& c,
                                                         u32x16& scale, f32x16& acc) {
   const f32x16 pv = FP8LAB_LOAD(f32x16, p);
   const i32x16 biased = (i32x16)(((u32x16)pv << 1) >> 24);

@@ -3,6 +3,9 @@
 // implementations (gemm_fp8_nt.cpp: scalar and AVX2; gemm_fp8_nt_wide.cpp: 16 lanes, AVX-512).
 // A micro-tile is 4 rows of A x one 8-column panel of B over a range of instructions; it
 // reads acc and the partial p of its 32 outputs from the state arrays and writes them back.
+// The micro-tiles on the floor layout (FloorProblem below: gemm_fp8_nt_floor.cpp, AVX2, and
+// gemm_fp8_nt_floor_wide.cpp, 16 lanes) are 4 rows x one group of 32 columns over all of K,
+// and write finished outputs.
 #include <cstdint>
 #include <vector>
 

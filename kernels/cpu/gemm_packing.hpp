@@ -17,8 +17,9 @@ inline constexpr std::int64_t kRowsPerTile = 4;  // A rows per micro-tile
 // Each operand is unpacked with its own format's code table (A and B may differ, E4M3 x E5M2):
 // int8 holds both formats' exponents (E4M3 [-6, 8], E5M2 [-14, 16] with inf/NaN, zero:none's -126).
 
-// The floor-and-count micro-tile (gemm_fp8_nt_floor.cpp) works on groups of 4 panels (32
-// columns) and needs, besides exponents, each code's lowest set bit and sign:
+// The floor-and-count micro-tiles (gemm_fp8_nt_floor.cpp, gemm_fp8_nt_floor_wide.cpp) work on
+// groups of 4 panels (32 columns) and need, besides exponents, each code's lowest set bit and
+// sign:
 //   lsb(v) = the exponent of v's lowest set bit (v = odd * 2^lsb), so a nonzero product a b is
 //   a multiple of 2^(lsb_a + lsb_b) and of no higher power of two.
 // It counts products of opposite signs with lsb_a + lsb_b <= T in int8, with one wrapping
@@ -91,7 +92,9 @@ struct PackedB {         // panels of kPanel columns: [panel][k][lane] (floor la
 // code is NaN or inf.
 // `zero` is the accumulation model's exponent convention for FP8 zeros (and the K padding).
 // `floor_count` fills the floor-and-count layout and, of the rest, only values and scales
-// (A: tile_value and tile_exponent; B: value), all the floor micro-tile reads.
+// (A: tile_value and tile_exponent; B: value), all the floor micro-tiles read. The fp32 model's
+// 16-lane micro-tile reads only the values and scales of this layout (it takes the bytes too:
+// packing is a few percent of a GEMM, and one layout keeps one packing path).
 PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
                const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool floor_count, bool& all_finite);
 PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
