@@ -157,6 +157,15 @@ __attribute__((always_inline)) inline i8x64 concat4(i8x16 a, i8x16 b, i8x16 c, i
                                  FP8LAB_SEQ32(0), FP8LAB_SEQ32(32));
 }
 
+// What the floor window's count reads and updates (gemm_fp8_nt_floor.cpp): A's and B's
+// signed-lsb bytes from the instruction's first k, the thresholds and the counts per pair.
+struct CountOperands {
+  const std::uint8_t* a_bytes = nullptr;
+  const std::uint8_t* b_bytes = nullptr;
+  const i8x64* threshold = nullptr;
+  i8x64* counts = nullptr;
+};
+
 // The window's constants (gemm_fp8_nt_floor.cpp): bit patterns from the scale's, in uint32
 // lanes (arithmetic wraps).
 struct WindowConstants {
