@@ -246,8 +246,7 @@ FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, st
   alignas(32) float p[kRows][kPanels][kPanel] = {};      // the partial of the current interval
   alignas(32) float total[kRows][kPanels][kPanel] = {};  // the FP32 accumulator promotions add into
   for (std::int64_t first = 0; first < pr.instructions;) {
-    std::int64_t last = first;  // the interval's last instruction: the one after which it promotes
-    while (!promotes_after(pr.plan, depth, last)) ++last;
+    const std::int64_t last = last_of_interval(pr.plan, depth, first);
     floor_instructions<kPanels>(pr, row0, group, first, last + 1, p);
     const std::int64_t j = interval_of(pr.plan, depth, last);  // promotion: total += p * s_a * s_b
     for (int q = 0; q < kPanels; ++q) {

@@ -46,6 +46,14 @@ inline std::int64_t interval_of(const GemmPlan& plan, std::int64_t depth, std::i
   return ((instruction + 1) * depth - 1) / plan.interval;
 }
 
+// The last instruction of the promotion interval that starts at instruction `first`: the one
+// after which the partial is promoted.
+inline std::int64_t last_of_interval(const GemmPlan& plan, std::int64_t depth, std::int64_t first) {
+  std::int64_t last = first;
+  while (!promotes_after(plan, depth, last)) ++last;
+  return last;
+}
+
 inline bool promotes_after(const GemmProblem& pr, std::int64_t instruction) {
   return promotes_after(pr.plan, pr.depth, instruction);
 }
