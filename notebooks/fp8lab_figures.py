@@ -45,13 +45,33 @@ DEEPSEEK_V3_CITATION = ("DeepSeek-V3 (arXiv 2412.19437): 'nearly 2%' maximum rel
                         "promotion every N_C = 128 elements")
 
 
+def caller_directory():
+    """The directory the user ran the notebook from, which relative FP8LAB_RESULTS /
+    FP8LAB_FIGURES paths mean. A kernel runs in notebooks/ (nbconvert and Jupyter start it
+    there), so its own working directory is not the user's: the directory is that of the
+    process that started the kernel (`jupyter nbconvert` or the Jupyter server, on Linux
+    /proc/PPID/cwd), else the shell's $PWD, else the kernel's working directory."""
+    try:
+        return pathlib.Path(os.readlink(f"/proc/{os.getppid()}/cwd"))
+    except OSError:
+        pwd = os.environ.get("PWD")
+        return pathlib.Path(pwd) if pwd and os.path.isdir(pwd) else pathlib.Path.cwd()
+
+
+def environment_path(name, default):
+    """$name as a path (relative to caller_directory(), absolute as given), else default."""
+    value = os.environ.get(name)
+    return caller_directory() / value if value else default
+
+
 def paths(study):
     """(results file, figures folder) of a study: results/<study>.h5 and results/figures/ of
-    the repository, or FP8LAB_RESULTS / FP8LAB_FIGURES (how the tests run a small sweep).
+    the repository, or FP8LAB_RESULTS / FP8LAB_FIGURES (how the tests run a small sweep; a
+    relative path is relative to the directory the notebook was run from).
     Also sets the plot style all the figures share."""
-    root = pathlib.Path(os.environ.get("FP8LAB_ROOT", pathlib.Path.cwd().parent))
-    results = pathlib.Path(os.environ.get("FP8LAB_RESULTS", root / "results" / f"{study}.h5"))
-    figures = pathlib.Path(os.environ.get("FP8LAB_FIGURES", root / "results" / "figures"))
+    root = environment_path("FP8LAB_ROOT", pathlib.Path(__file__).resolve().parent.parent)
+    results = environment_path("FP8LAB_RESULTS", root / "results" / f"{study}.h5")
+    figures = environment_path("FP8LAB_FIGURES", root / "results" / "figures")
     figures.mkdir(parents=True, exist_ok=True)
     plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "legend.fontsize": 8,
                          "axes.grid": True, "grid.alpha": 0.25, "grid.linewidth": 0.5})

@@ -2,6 +2,7 @@
 
 #include <hdf5_hl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -248,7 +249,9 @@ ResultsFile ResultsFile::create(const std::filesystem::path& file, const std::ve
       write_string_attribute(a.get(), "long_name", aux.long_name);
       write_string_attribute(a.get(), "units", aux.units);
       write_string_attribute(a.get(), kAuxiliaryAttribute, axis.name);
-      write_string_attribute(a.get(), "comment", "-1: the whole extent (one scale spans that dimension)");
+      write_string_attribute(a.get(), "comment", aux.comment);
+      if (std::find(aux.values.begin(), aux.values.end(), kMissingInteger) != aux.values.end())
+        write_number_attribute(a.get(), "_FillValue", H5T_STD_I64LE, H5T_NATIVE_INT64, &kMissingInteger);
       auxiliary_names += (auxiliary_names.empty() ? "" : " ") + aux.name;
     }
     scales.push_back(std::move(d));
@@ -377,7 +380,8 @@ ResultsFile ResultsFile::open(const std::filesystem::path& file, bool writable) 
       for (GridAxis& a : r.axes_)
         if (a.name == of)
           a.auxiliary.push_back({name, read_string_attribute(d.get(), "long_name"), read_string_attribute(d.get(), "units"),
-                                 read_all_numbers<std::int64_t>(d.get(), H5T_NATIVE_INT64)});
+                                 read_all_numbers<std::int64_t>(d.get(), H5T_NATIVE_INT64),
+                                 read_string_attribute(d.get(), "comment")});
       continue;
     }
     const std::string type = read_string_attribute(d.get(), kTypeAttribute);

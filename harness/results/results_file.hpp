@@ -36,10 +36,13 @@ enum class AxisStorage {
 inline constexpr std::int64_t kNeverPromotion = 0;
 inline constexpr std::int64_t kMissingInteger = std::numeric_limits<std::int64_t>::min();
 
-// An int64 coordinate along an axis's dimension besides the axis itself (tile sizes).
+// An int64 coordinate along an axis's dimension besides the axis itself (tile sizes, the
+// values of a parameter axis). A value kMissingInteger is written as the _FillValue, which
+// xarray reads as NaN.
 struct AuxiliaryCoordinate {
   std::string name, long_name, units;
   std::vector<std::int64_t> values;  // one per axis value
+  std::string comment = "-1: the whole extent (one scale spans that dimension)";
 };
 
 struct GridAxis {

@@ -10,8 +10,10 @@
 // z and the sign from data/synthetic_tensors.hpp's seeded Gaussian (seeds 2*seed and
 // 2*seed + 1), so log2|g| is normal with mean median_log2 and standard deviation `sigma`
 // octaves; g is formed in FP64 (the reference) and rounded once to FP32.
-// `sigma` and `seed` shape only the log-normal tensor: a real tensor runs at the first listed
-// sigma and seed, its other points are recorded "skipped" (not applicable).
+// `sigma` and `seed` shape only the log-normal tensor, so they are parameter axes of
+// tensor = "lognormal" (harness/study/grid.hpp): the `tensor` dimension holds each real tensor
+// once and "lognormal[sigma=S,seed=N]" for each combination, with `sigma` and `seed` as
+// coordinates along it; no grid cell repeats a real tensor.
 //
 // FP8 with current scaling (e4m3:tensor, e5m2:tile:1x128, ...) divides by the tensor's or
 // tile's own amax, so the loss scale cancels up to the FP32 rounding of the scale factor: its
@@ -48,8 +50,9 @@ class LossScalingStudy final : public StudyKind {
     std::vector<std::string> scales;
     for (int s = 0; s <= 24; ++s) scales.push_back(std::to_string(s));
     return {{"tensor", {kLognormal}, "gradient tensor (stories260K real .dW / .dY, or lognormal)"},
-            {"sigma", {"4"}, "lognormal: standard deviation of log2|g| (octaves)", AxisStorage::integer},
-            {"seed", {"1"}, "lognormal: seed", AxisStorage::integer},
+            {"sigma", {"4"}, "lognormal: standard deviation of log2|g| (octaves)", AxisStorage::integer,
+             ParameterOf{"tensor", {kLognormal}}},
+            {"seed", {"1"}, "lognormal: seed", AxisStorage::integer, ParameterOf{"tensor", {kLognormal}}},
             {"format", {"fp16", "bf16", "e5m2", "e4m3:tensor", "e5m2:tensor", "e4m3:tile:1x128", "e5m2:tile:1x128"},
              "gradient format (a cast, or FP8 with current scaling of the given granularity)"},
             {"log2_scale", scales, "log2 of the loss scale", AxisStorage::integer}};
@@ -76,18 +79,11 @@ class LossScalingStudy final : public StudyKind {
     if (rows_ < 1 || rows_ > (1 << 16)) throw spec.error("lognormal.rows", "must be in 1..65536");
     if (cols_ < 1 || cols_ > (1 << 16)) throw spec.error("lognormal.cols", "must be in 1..65536");
     if (median_log2_ < -120 || median_log2_ > 100) throw spec.error("lognormal.median_log2", "must be in -120..100");
-    first_sigma_ = first_value(spec, "sigma", "4");
-    first_seed_ = first_value(spec, "seed", "1");
   }
 
   void check_grid(const StudySpec&, const std::vector<Point>&) const override {}
 
-  std::optional<std::string> skip_reason(const Point& p, const Backend&) const override {
-    if (p.at("tensor") != kLognormal && (p.at("sigma") != first_sigma_ || p.at("seed") != first_seed_))
-      return "not applicable: sigma and seed shape only the lognormal tensor (tensor " + p.at("tensor") +
-             " is recorded at sigma=" + first_sigma_ + ", seed=" + first_seed_ + ")";
-    return std::nullopt;
-  }
+  std::optional<std::string> skip_reason(const Point&, const Backend&) const override { return std::nullopt; }
 
   std::vector<ColumnDef> result_columns() const override {
     using T = ColumnDef::Type;
@@ -179,14 +175,9 @@ class LossScalingStudy final : public StudyKind {
     double fp32_rel_frobenius = 0, amax = 0, min_nonzero_abs = 0;
   };
 
-  static std::string first_value(const StudySpec& spec, const std::string& axis, const std::string& fallback) {
-    for (const Axis& a : spec.axes)
-      if (a.name == axis && !a.values.empty()) return a.values.front();
-    return fallback;
-  }
-
   const Tensor& tensor(const Point& p) {
-    const std::string key = p.at("tensor") + "|" + p.at("sigma") + "|" + p.at("seed");
+    std::string key = p.at("tensor");
+    if (key == kLognormal) key += "|" + p.at("sigma") + "|" + p.at("seed");
     if (cached_.key == key) return cached_;
     Tensor t;
     t.key = key;
@@ -223,7 +214,6 @@ class LossScalingStudy final : public StudyKind {
   }
 
   std::int64_t rows_ = 256, cols_ = 1024, median_log2_ = -20;
-  std::string first_sigma_ = "4", first_seed_ = "1";
   Tensor cached_;
 };
 

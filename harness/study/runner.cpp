@@ -93,14 +93,28 @@ std::map<std::string, std::string> provenance(const StudySpec& spec, const Study
   return a;
 }
 
-// The axes as the results file stores them; granularity axes get their tile sizes as numbers
-// (-1: the whole extent, e.g. both for "tensor", the columns for "row").
+// The grid's dimensions as the results file stores them. Granularity axes get their tile sizes
+// as numbers (-1: the whole extent, e.g. both for "tensor", the columns for "row"); an axis with
+// parameter axes is stored as the labels of its entries ("lognormal[sigma=2,seed=1]") with each
+// parameter's value as an int64 coordinate along it (missing where it does not apply).
 std::vector<GridAxis> grid_axes(const StudySpec& spec, const StudyKind& kind) {
   const std::vector<AxisDef> defs = kind.axes();
-  const std::vector<std::vector<std::string>> values = axis_values(spec, kind);
   std::vector<GridAxis> axes;
-  for (std::size_t i = 0; i < defs.size(); ++i) {
-    GridAxis a{defs[i].name, defs[i].long_name, defs[i].storage, values[i], {}};
+  for (const GridDimension& dimension : grid_dimensions(spec, kind)) {
+    const AxisDef& def = defs[dimension.axis];
+    GridAxis a{def.name, def.long_name, dimension.parameters.empty() ? def.storage : AxisStorage::string, {}, {}};
+    for (const GridEntry& entry : dimension.entries) a.values.push_back(entry.label);
+    for (std::size_t p : dimension.parameters) {
+      AuxiliaryCoordinate parameter{defs[p].name, defs[p].long_name, "1", {},
+                                    "parameter of " + def.name + " (missing where it does not apply)"};
+      for (const GridEntry& entry : dimension.entries) {
+        std::int64_t value = kMissingInteger;
+        for (const auto& [name, text] : entry.values)
+          if (name == defs[p].name) value = std::stoll(text);
+        parameter.values.push_back(value);
+      }
+      a.auxiliary.push_back(std::move(parameter));
+    }
     if (a.storage == AxisStorage::granularity) {
       AuxiliaryCoordinate rows{a.name + "_tile_rows", "rows of one scale tile of " + a.name + " (-1: all)", "1", {}};
       AuxiliaryCoordinate cols{a.name + "_tile_cols", "columns (along K) of one scale tile of " + a.name + " (-1: all)",
@@ -131,11 +145,14 @@ std::vector<ColumnDef> columns_for(const StudyKind& kind) {
   return c;
 }
 
-// "axis=value" for the axes that vary (the others say nothing about where the sweep is).
-std::vector<std::pair<std::string, std::string>> varying_values(const Point& p, const std::vector<GridAxis>& axes) {
+// "axis=value" of point `index` for the axes that vary (the others say nothing about where the
+// sweep is); an axis with parameters shows its entry's label.
+std::vector<std::pair<std::string, std::string>> varying_values(std::int64_t index, const ResultsFile& results) {
+  const std::vector<GridAxis>& axes = results.axes();
+  const std::vector<std::string> values = results.point_values(index);
   std::vector<std::pair<std::string, std::string>> v;
   for (std::size_t a = 0; a < axes.size(); ++a)
-    if (axes[a].values.size() > 1) v.push_back(p.values[a]);
+    if (axes[a].values.size() > 1) v.emplace_back(axes[a].name, values[a]);
   return v;
 }
 
@@ -187,8 +204,8 @@ struct Evaluation {
   std::int64_t failed = 0, evaluated = 0;
 };
 
-Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& grid, const std::vector<GridAxis>& axes,
-                           StudyKind& kind, Backend& backend, ResultsFile& results);
+Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& grid, StudyKind& kind, Backend& backend,
+                           ResultsFile& results);
 
 }  // namespace
 
@@ -249,7 +266,7 @@ RunSummary run_study_summary(const RunOptions& options) {
                      resume_command(spec, out, options));
   Evaluation e;
   try {
-    e = evaluate_points(options, grid, axes, *kind, *backend, results);
+    e = evaluate_points(options, grid, *kind, *backend, results);
   } catch (...) {
     // A command that fails leaves no new file behind: a results file it created holding no
     // point is removed (one with points is kept: --resume completes it).
@@ -285,8 +302,8 @@ Row completed(Row row, const std::vector<ColumnDef>& columns) {
   return row;
 }
 
-Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& grid, const std::vector<GridAxis>& axes,
-                           StudyKind& kind, Backend& backend, ResultsFile& results) {
+Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& grid, StudyKind& kind, Backend& backend,
+                           ResultsFile& results) {
   const std::vector<std::string> status = results.read_str("status");
   std::int64_t done = 0;
   for (const std::string& s : status) done += !s.empty();
@@ -303,7 +320,7 @@ Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& 
   double cost_done = 0;
   for (std::size_t t = 0; t < todo.size(); ++t) {
     const Point& point = grid[static_cast<std::size_t>(todo[t])];
-    progress.begin_point(static_cast<std::int64_t>(t), cost_done, varying_values(point, axes));
+    progress.begin_point(static_cast<std::int64_t>(t), cost_done, varying_values(todo[t], results));
     const auto start = std::chrono::steady_clock::now();
     const std::optional<std::string> skip = kind.skip_reason(point, backend);
     std::string point_status = skip ? "skipped" : "ok", reason = skip.value_or("");

@@ -15,17 +15,31 @@
 
 namespace fp8lab {
 
+// An axis that means something for some values of another axis only: the loss-scaling
+// study's `sigma` and `seed` shape its synthetic "lognormal" tensor and no real one. Such a
+// parameter axis is no dimension of the grid: the owner axis gets one entry per value it does
+// not apply to and one per combination of its values where it does (harness/study/grid.hpp),
+// so no grid cell exists that means nothing.
+struct ParameterOf {
+  std::string axis;                 // the owner axis ("tensor")
+  std::vector<std::string> values;  // the owner's values it applies to ("lognormal")
+};
+
 struct AxisDef {
   std::string name;
   std::vector<std::string> defaults;  // used when the spec does not list the axis
   std::string long_name;
   // How the results file stores the values (harness/results/results_file.hpp): strings unless
   // said otherwise; integer axes (seed, K, tokens) as int64, "promotion" as int64 with "never"
-  // = 0, granularity axes as strings plus their tile sizes as int64 coordinates.
+  // = 0, granularity axes as strings plus their tile sizes as int64 coordinates. A parameter
+  // axis (below) must be integer: it is stored as an int64 coordinate along its owner.
   AxisStorage storage = AxisStorage::string;
+  std::optional<ParameterOf> parameter_of{};  // set for a parameter axis
 };
 
-// One grid point: a value for every axis of the kind, in the kind's axis order.
+// One grid point: a value for every axis of the kind that applies to it (a parameter axis
+// only where its owner has one of the values it applies to), dimensions in the kind's axis
+// order with each owner's parameters right after it.
 struct Point {
   std::vector<std::pair<std::string, std::string>> values;
   const std::string& at(const std::string& axis) const;

@@ -60,9 +60,16 @@ def check_other_kind():
     lists is a dimension with the spec's values in the spec's order, numbers as int64, the
     per-point variables span the axes, and the grid reads with no reshaping."""
     check("run" not in ds.dims, "a `run` dimension is left")
-    for axis, values in spec.get("axes", {}).items():
+    spec_axes = spec.get("axes", {})
+    for axis, values in spec_axes.items():
         want = [contract_value(axis, v) for v in values]
+        if axis in ds.coords and axis not in ds.dims:
+            check_parameter_axis(axis, want, spec_axes)
+            continue
         got = [v.item() if hasattr(v, "item") else v for v in ds[axis].values] if axis in ds.dims else None
+        if got is not None and any("[" in str(v) for v in got):
+            check_owner_axis(axis, got, [str(v) for v in values])
+            continue
         check(got == want, f"axis {axis}: {got} is not the spec's {want}")
         if got is not None and all(isinstance(v, int) for v in want):
             check(ds[axis].dtype == np.int64, f"numeric axis {axis} is {ds[axis].dtype}, not int64")
@@ -72,6 +79,29 @@ def check_other_kind():
     check(ds.attrs.get("complete") == "true", f"complete = {ds.attrs.get('complete')!r} for a finished run")
     check(len(ds.status.to_dataframe()) == int(np.prod([ds.sizes[a] for a in axes])),
           "to_dataframe() does not have one row per grid point")
+
+
+def check_parameter_axis(axis, want, spec_axes):
+    """A parameter axis (results/README.md, "Axes that apply to some values only") is a
+    coordinate along its owner's dimension: every value the spec lists appears where it applies,
+    nothing else does, and the owner's labels say the same value."""
+    coordinate = ds[axis]
+    check(len(coordinate.dims) == 1, f"parameter axis {axis} is not a coordinate along one dimension")
+    owner = coordinate.dims[0]
+    values = coordinate.values
+    present = [int(v) for v in values if not np.isnan(v)]
+    check(sorted(set(present)) == sorted(set(want)), f"parameter axis {axis}: values {sorted(set(present))}, spec {want}")
+    for label, value in zip(ds[owner].values, values):
+        in_label = f"{axis}={int(value)}" in str(label) if not np.isnan(value) else f"{axis}=" not in str(label)
+        check(in_label, f"{owner} entry {label!r} disagrees with its {axis} coordinate {value}")
+
+
+def check_owner_axis(axis, got, want):
+    """An axis with parameter axes: each spec value once where no parameter applies, else once per
+    combination of its parameters' values, in spec order."""
+    bases = [str(v).split("[")[0] for v in got]
+    check(list(dict.fromkeys(bases)) == want, f"axis {axis}: entries {got} do not follow the spec's {want}")
+    check(len(set(got)) == len(got), f"axis {axis}: an entry is repeated")
 
 
 kind = ds.attrs.get("study_kind")

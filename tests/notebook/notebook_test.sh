@@ -6,7 +6,8 @@
 #   2. the notebook ran against that grid without an error output;
 #   3. it saved every figure it is listed with below (and no other), as PNG files;
 #   4. for the default study, on an interrupted copy of the file, it still runs and marks
-#      its figure incomplete.
+#      its figure incomplete, and relative FP8LAB_RESULTS / FP8LAB_FIGURES are taken from the
+#      directory the notebook was run from.
 # Usage: notebook_test.sh STUDY FIGURE.png PATH/TO/fp8lab SOURCE_DIR
 # (FIGURE is the one tests/CMakeLists.txt names; it must be among the study's list.)
 set -euo pipefail
@@ -66,6 +67,12 @@ saved=$(cd "$work/figures" && ls | sort | tr '\n' ' ')
   { echo "FAIL: $study.ipynb saved [$saved], its list is [$expected] (update the list in $0)" >&2; exit 1; }
 
 if [[ $study == default ]]; then
+  # Relative FP8LAB_RESULTS / FP8LAB_FIGURES mean the caller's working directory, not
+  # notebooks/ where the kernel runs.
+  relative=$( (cd "$work" && run_notebook results.h5 figures-relative) ) ||
+    { echo "FAIL: $study.ipynb did not run with relative FP8LAB_RESULTS / FP8LAB_FIGURES" >&2; exit 1; }
+  [[ -s "$work/figures-relative/$figure" ]] ||
+    { echo "$relative" >&2; echo "FAIL: relative FP8LAB_FIGURES: no $work/figures-relative/$figure" >&2; exit 1; }
   # An interrupted run: its first half of points only (flat layout: the first rows and no
   # end time; grid layout: the other points back to their fill, complete = "false").
   "$python" -c '
