@@ -18,7 +18,8 @@ struct DescrEntry {
   DType dtype;
 };
 constexpr DescrEntry kDescrs[] = {{"<f4", DType::f32}, {"<f8", DType::f64}, {"<f2", DType::f16},
-                                  {"|u1", DType::u8},  {"<u1", DType::u8},  {"<u2", DType::u16}};
+                                  {"|u1", DType::u8},  {"<u1", DType::u8},  {"<u2", DType::u16},
+                                  {"<i4", DType::i32}};
 
 std::string_view descr_of(DType dtype) {
   if (dtype == DType::bf16) return kBf16Descr;
@@ -81,7 +82,7 @@ DType npy_descr_dtype(std::string_view descr, const std::filesystem::path& file)
   for (const DescrEntry& e : kDescrs)
     if (e.descr == descr) return e.dtype;
   throw TensorFileError(file, "unsupported dtype '" + std::string(descr) +
-                                  "' (supported: <f4 <f8 <f2 |u1 <u2 and [('bf16', '<u2')])");
+                                  "' (supported: <f4 <f8 <f2 |u1 <u2 <i4 and [('bf16', '<u2')])");
 }
 
 Tensor read_npy(const std::filesystem::path& file) { return parse_npy(read_file_bytes(file), file); }

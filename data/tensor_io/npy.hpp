@@ -1,6 +1,7 @@
 #pragma once
 // NumPy .npy files (format versions 1.0, 2.0, 3.0), little-endian, C order.
-// dtypes: '<f4' f32, '<f8' f64, '<f2' f16, '|u1' u8, '<u2' plain u16, and bf16 written as
+// dtypes: '<f4' f32, '<f8' f64, '<f2' f16, '|u1' u8, '<u2' plain u16, '<i4' i32 (token ids),
+// and bf16 written as
 // the structured dtype [('bf16', '<u2')]: NumPy has no bfloat16, and its header admits no
 // extra keys, so the field name is where the file itself says what the 16 bits mean
 // (np.load gives a record array; a['bf16'] is the raw uint16).

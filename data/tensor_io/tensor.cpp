@@ -19,6 +19,7 @@ const char* dtype_name(DType d) {
     case DType::bf16: return "bf16";
     case DType::u8: return "u8";
     case DType::u16: return "u16";
+    case DType::i32: return "i32";
     case DType::e4m3: return "e4m3";
     case DType::e5m2: return "e5m2";
   }
@@ -28,7 +29,7 @@ const char* dtype_name(DType d) {
 std::size_t dtype_size(DType d) {
   switch (d) {
     case DType::f64: return 8;
-    case DType::f32: return 4;
+    case DType::f32: case DType::i32: return 4;
     case DType::f16: case DType::bf16: case DType::u16: return 2;
     case DType::u8: case DType::e4m3: case DType::e5m2: return 1;
   }
@@ -116,6 +117,7 @@ std::vector<float> to_float32(DType dtype, std::span<const std::byte> bytes, con
       case DType::e5m2: out[i] = decode<E5M2>(load<std::uint8_t>(p)); break;
       case DType::u8:
       case DType::u16:
+      case DType::i32:
         throw TensorFileError(source, std::string("dtype ") + dtype_name(dtype) +
                                           " holds integers, not floating-point values (bf16 in .npy must be "
                                           "saved as [('bf16', '<u2')], see data/README.md)");

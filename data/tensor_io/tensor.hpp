@@ -12,7 +12,7 @@
 
 namespace fp8lab {
 
-enum class DType { f32, f64, f16, bf16, u8, u16, e4m3, e5m2 };
+enum class DType { f32, f64, f16, bf16, u8, u16, i32, e4m3, e5m2 };
 
 const char* dtype_name(DType d);
 std::size_t dtype_size(DType d);
@@ -42,7 +42,7 @@ struct Tensor {
   static Tensor from_bf16_bits(std::vector<std::int64_t> shape, const std::vector<std::uint16_t>& bits);
 
   // Values as FP32: exact for every dtype but f64 (rounded to nearest). Raw integer
-  // dtypes (u8, plain u16) are not numbers to quantize: TensorFileError naming `source`.
+  // dtypes (u8, plain u16, i32: codes and token ids) are not numbers to quantize: TensorFileError naming `source`.
   std::vector<float> to_float32(const std::filesystem::path& source) const;
 };
 

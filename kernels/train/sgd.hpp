@@ -10,8 +10,11 @@
 
 namespace fp8lab::train {
 
-// `name` as ModelWeights::for_each names the tensor ("embedding", "L3.wq", "rms_final", ...);
-// throws std::invalid_argument for an unknown name or a gradient of the wrong size.
+// The values of tensor `name` (as ModelWeights::for_each names it: "embedding", "L3.wq",
+// "rms_final", ...) inside the checkpoint's arrays; throws std::invalid_argument for an unknown name.
+std::span<float> named_weight_values(LlamaWeights& weights, const std::string& name);
+
+// Throws std::invalid_argument for an unknown name or a gradient of the wrong size.
 void sgd_step(LlamaWeights& weights, const std::string& name, std::span<const float> gradient, float learning_rate);
 
 }  // namespace fp8lab::train
