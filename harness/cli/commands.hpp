@@ -28,5 +28,6 @@ Command add_report_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
 Command add_merge_command(CLI::App& app);
 Command add_layers_command(CLI::App& app);
+Command add_train_command(CLI::App& app);
 
 }  // namespace fp8lab::cli

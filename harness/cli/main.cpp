@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   using namespace fp8lab::cli;
   const std::vector<Command> commands = {add_run_command(app),      add_report_command(app), add_compare_command(app),
                                          add_merge_command(app),    add_layers_command(app), add_quantize_command(app),
-                                         add_gemm_command(app),     add_synth_command(app)};
+                                         add_gemm_command(app),     add_synth_command(app),  add_train_command(app)};
   if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
     std::string names;
     bool known = false;

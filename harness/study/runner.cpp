@@ -212,7 +212,8 @@ Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& 
 std::filesystem::path run_study(const RunOptions& options) { return run_study_summary(options).file; }
 
 RunSummary run_study_summary(const RunOptions& options) {
-  const StudySpec spec = load_study_spec(options.spec);
+  const StudySpec spec = options.spec_text.empty() ? load_study_spec(options.spec)
+                                                  : parse_study_spec(options.spec_text, options.spec);
   std::unique_ptr<StudyKind> kind = make_study_kind(spec.kind);
   if (!kind) {
     std::string names;
@@ -262,8 +263,10 @@ RunSummary run_study_summary(const RunOptions& options) {
                                {{"points_total", total}, {"points_done", 0}});
   }();
   // SIGINT / SIGTERM stop at once (the file holds every finished point) and say how to go on.
-  set_interrupt_note("; " + out.string() + " keeps every finished point and is resumable: " +
-                     resume_command(spec, out, options));
+  set_interrupt_note(options.spec_text.empty()
+                         ? "; " + out.string() + " keeps every finished point and is resumable: " +
+                               resume_command(spec, out, options)
+                         : "; the run in progress is lost (training runs have no checkpoints yet): run the command again");
   Evaluation e;
   try {
     e = evaluate_points(options, grid, *kind, *backend, results);
@@ -314,7 +317,7 @@ Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& 
   double total_cost = 0;
   for (std::int64_t i : todo) total_cost += cost.emplace_back(std::max(kind.point_cost(grid[static_cast<std::size_t>(i)]), 0.0));
   Progress progress(static_cast<std::int64_t>(todo.size()), total_cost, options.quiet);
-  const RunContext context{options.threads, &backend};
+  const RunContext context{options.threads, &backend, options.quiet};
   const std::vector<ColumnDef> columns = results.columns();
   Evaluation e;
   double cost_done = 0;

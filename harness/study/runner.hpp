@@ -13,6 +13,9 @@ inline constexpr int kMaxThreads = 1024;
 
 struct RunOptions {
   std::filesystem::path spec;
+  // When not empty: the spec itself (fp8lab train builds one from its flags), `spec` only
+  // names it in errors and relative paths in it are relative to the working directory.
+  std::string spec_text;
   std::filesystem::path out;  // empty: results/<study>.h5 (or .shard-I-of-N.h5)
   std::string backend = "auto";
   bool resume = false;

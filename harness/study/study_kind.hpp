@@ -51,6 +51,7 @@ class Backend;
 struct RunContext {
   int threads = 0;
   Backend* backend = nullptr;  // the one the run selected (--backend)
+  bool quiet = false;          // no progress of a long point on stderr (--quiet)
 };
 
 // Thrown by evaluate when a point gives no number (an operand not finite in the precision

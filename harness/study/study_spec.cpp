@@ -38,6 +38,9 @@ double StudySpec::get_double(const std::string& dotted, double fallback) const {
 std::string StudySpec::get_string(const std::string& dotted, const std::string& fallback) const {
   return get_setting<std::string>(*this, dotted, fallback, "a string", requested_);
 }
+bool StudySpec::get_bool(const std::string& dotted, bool fallback) const {
+  return get_setting<bool>(*this, dotted, fallback, "true or false", requested_);
+}
 
 namespace {
 

@@ -38,6 +38,7 @@ struct StudySpec {
   std::int64_t get_int(const std::string& dotted, std::int64_t fallback) const;
   double get_double(const std::string& dotted, double fallback) const;
   std::string get_string(const std::string& dotted, const std::string& fallback) const;
+  bool get_bool(const std::string& dotted, bool fallback) const;
 
   // After the study kind has read its settings: every key outside [axes] must be one that was
   // asked for, else SpecError "FILE:LINE:COL: field 'operands.token': unknown key (did you

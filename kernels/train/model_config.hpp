@@ -22,7 +22,8 @@ struct ModelConfig {
 // Shapes of public models (numbers from their config.json). The engine ties the classifier
 // to the embedding, as llama2.c does; these models do not, so their weight bytes in a
 // shapes-only run lack one vocab x dim matrix (stated wherever the figures are used).
-//   stories260K, llama3.1-8b, llama3.1-70b, llama3.1-405b, qwen2.5-72b
+//   stories260K, dim256 (fp8lab's own: 256 x 768, 4 layers, 8 heads, 4 KV heads, vocab 512),
+//   llama3.1-8b, llama3.1-70b, llama3.1-405b, qwen2.5-72b
 ModelConfig model_preset(std::string_view name);  // throws std::invalid_argument listing the names
 std::vector<std::string> model_preset_names();
 

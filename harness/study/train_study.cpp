@@ -1,0 +1,300 @@
+// Study kind "train" (issue 23): training runs under precision recipes, one run per grid point,
+// with the per-step record along a `step` dimension (harness/train/training_run.hpp).
+//
+// Axes: recipe (an engine recipe), seed (the seeded initialisation's and the shuffled order's;
+// a checkpoint start read in sequential order is the same run at every seed, said in the
+// operands). Settings:
+//   [model]    init = "checkpoint" | "seeded"; checkpoint = "stories260K" | PATH; preset
+//   [data]     tokens = "sampled" | PATH (.npy uint16/int32 or raw uint16 .bin); val_tokens = PATH;
+//              order = "sequential" | "shuffled"; sampled: sample_tokens, val_sample_tokens,
+//              temperature, sample_seed (the corpus from the stories260K checkpoint itself,
+//              harness/train/story_sampler.hpp; its validation split is a second sample)
+//   [training] batch, seq_len, steps, lr, schedule, warmup, min_lr, weight_decay, beta1, beta2,
+//              eps, moments, decay_norm_gains, clip, policy, val_every, val_sequences
+// Paths are relative to the spec's folder.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "data/tensor_io/tensor.hpp"
+#include "harness/study/integer_axis_value.hpp"
+#include "harness/study/study_kind.hpp"
+#include "harness/train/model_init.hpp"
+#include "harness/train/step_progress.hpp"
+#include "harness/train/story_sampler.hpp"
+#include "harness/train/training_run.hpp"
+#include "kernels/train/model_weights.hpp"
+#include "kernels/train/precision_recipe.hpp"
+
+namespace fp8lab {
+namespace {
+
+using train::TokenStream;
+
+class TrainStudy final : public StudyKind {
+ public:
+  std::string name() const override { return "train"; }
+
+  std::vector<AxisDef> axes() const override {
+    return {{"recipe", {"fp32"}, "precision recipe of every GEMM (kernels/train/precision_recipe.hpp)"},
+            {"seed", {"1"}, "seed of the seeded initialisation and of the shuffled order", AxisStorage::integer}};
+  }
+
+  void validate_value(const std::string& axis, const std::string& v) const override {
+    if (axis == "recipe") train::named_recipe(v);
+    if (axis == "seed") {
+      const std::int64_t s = parse_integer_axis_value("seed", v);
+      if (s < 0) throw std::invalid_argument("seed " + v + " is negative");
+    }
+  }
+
+  void configure(const StudySpec& spec) override {
+    const std::filesystem::path base = spec.file.parent_path();
+    const auto path_of = [&](const std::string& text) {
+      const std::filesystem::path p(text);
+      return p.is_absolute() ? p : base / p;
+    };
+    init_.init = spec.get_string("model.init", "checkpoint");
+    init_.checkpoint = spec.get_string("model.checkpoint", "stories260K");
+    if (init_.checkpoint != "stories260K") init_.checkpoint = path_of(init_.checkpoint).string();
+    init_.preset = spec.get_string("model.preset", "stories260K");
+    if (init_.init != "checkpoint" && init_.init != "seeded")
+      throw spec.error("model.init", "'" + init_.init + "' is not one of checkpoint, seeded");
+    if (init_.init == "seeded") guarded(spec, "model.preset", [&] { train::model_preset(init_.preset); });
+
+    tokens_ = spec.get_string("data.tokens", "sampled");
+    if (tokens_ != "sampled") tokens_ = path_of(tokens_).string();
+    val_tokens_ = spec.get_string("data.val_tokens", "");
+    if (!val_tokens_.empty()) val_tokens_ = path_of(val_tokens_).string();
+    sampler_.count = spec.get_int("data.sample_tokens", 32768);
+    val_sample_tokens_ = spec.get_int("data.val_sample_tokens", 4096);
+    sampler_.temperature = spec.get_double("data.temperature", 1.0);
+    sampler_.seed = static_cast<std::uint64_t>(spec.get_int("data.sample_seed", 1234));
+    guarded(spec, "data.order", [&] { run_.order = train::parse_batch_order(spec.get_string("data.order", "sequential")); });
+
+    run_.batch = spec.get_int("training.batch", 4);
+    run_.seq_len = spec.get_int("training.seq_len", 64);
+    run_.steps = spec.get_int("training.steps", 100);
+    run_.schedule.steps = run_.steps;
+    run_.schedule.lr = spec.get_double("training.lr", 1e-3);
+    run_.schedule.min_lr = spec.get_double("training.min_lr", 0.0);
+    run_.schedule.warmup = spec.get_int("training.warmup", 0);
+    guarded(spec, "training.schedule",
+            [&] { run_.schedule.kind = train::parse_lr_schedule(spec.get_string("training.schedule", "constant")); });
+    run_.adamw.weight_decay = spec.get_double("training.weight_decay", 0.01);  // torch.optim.AdamW's default
+    run_.adamw.beta1 = spec.get_double("training.beta1", 0.9);
+    run_.adamw.beta2 = spec.get_double("training.beta2", 0.999);
+    run_.adamw.eps = spec.get_double("training.eps", 1e-8);
+    guarded(spec, "training.moments",
+            [&] { run_.adamw.moments = train::parse_moment_format(spec.get_string("training.moments", "fp32")); });
+    run_.decay_norm_gains = spec.get_bool("training.decay_norm_gains", true);
+    run_.clip = spec.get_double("training.clip", 0.0);
+    run_.policy = spec.get_string("training.policy", "none");
+    run_.val_every = spec.get_int("training.val_every", 0);
+    run_.val_sequences = spec.get_int("training.val_sequences", 8);
+    if (run_.steps < 1 || run_.steps > 1'000'000) throw spec.error("training.steps", "must be in 1..1000000");
+    if (run_.seq_len < 1 || run_.seq_len > 4096) throw spec.error("training.seq_len", "must be in 1..4096");
+    if (run_.batch < 1 || run_.batch > 4096) throw spec.error("training.batch", "must be in 1..4096");
+    guarded_field(spec, "training.", [&] { run_.validate(); });
+    guarded_field(spec, "data.", [&] {
+      if (tokens_ == "sampled") {
+        sampler_.validate(512);  // stories260K's seq_len
+        if (val_sample_tokens_ < 2) throw std::invalid_argument("val_sample_tokens: must be >= 2");
+      }
+    });
+    if (tokens_ == "sampled" && !val_tokens_.empty())
+      throw spec.error("data.val_tokens", "a sampled corpus has its own validation split; give val_tokens with a token file");
+    if (tokens_ != "sampled" && !std::filesystem::exists(tokens_)) throw spec.error("data.tokens", tokens_ + ": no such file");
+    if (!val_tokens_.empty() && !std::filesystem::exists(val_tokens_))
+      throw spec.error("data.val_tokens", val_tokens_ + ": no such file");
+  }
+
+  void check_grid(const StudySpec& spec, const std::vector<Point>& points) const override {
+    // The model must exist and run every recipe; the token files must fit its vocabulary and
+    // hold a batch. All before the results file is created.
+    for (const Point& p : points) {
+      const LlamaWeights& w = weights(std::stoull(p.at("seed")));
+      guarded(spec, "axes.recipe", [&] { train::named_recipe(p.at("recipe")).validate(train::config_of(w)); });
+    }
+    const LlamaWeights& w = weights(std::stoull(points.front().at("seed")));
+    if (tokens_ != "sampled") {
+      guarded(spec, "data.tokens", [&] { streams(w); });
+      guarded(spec, "data.tokens", [&] {
+        train::BatchSchedule(static_cast<std::int64_t>(train_stream_.tokens.size()), run_.batch, run_.seq_len, run_.order, 0);
+      });
+      if (val_stream_)
+        guarded(spec, "data.val_tokens", [&] {
+          train::BatchSchedule(static_cast<std::int64_t>(val_stream_->tokens.size()), 1, run_.seq_len, train::BatchOrder::sequential, 0);
+        });
+    } else if (sampler_.count < run_.batch * run_.seq_len + 2) {
+      throw spec.error("data.sample_tokens", std::to_string(sampler_.count) + " tokens are fewer than one batch needs (" +
+                                                 std::to_string(run_.batch * run_.seq_len + 2) + ")");
+    }
+  }
+
+  std::optional<std::string> skip_reason(const Point&, const Backend&) const override { return std::nullopt; }
+
+  std::vector<ColumnDef> result_columns() const override {
+    using T = ColumnDef::Type;
+    ExtraDimension step{"step", "training step (0-based)", "1", {}, {}};
+    for (std::int64_t s = 0; s < run_.steps; ++s) step.numbers.push_back(s);
+    return {{"train_loss", T::f64, "nat", "training loss: mean cross-entropy over the step's batch x seq_len targets", step},
+            {"val_loss", T::f64, "nat", "validation loss after the step (NaN where not evaluated)", step},
+            {"grad_norm", T::f64, "1", "global L2 norm of the mean gradient (unscaled, before clipping)", step},
+            {"learning_rate", T::f64, "1", "learning rate of the step", step},
+            {"loss_scale", T::f64, "1", "loss scale of the step's backward (1 but for the fp16 recipe)", step},
+            {"skipped", T::f64, "1", "1 when the step's update was not applied (overflow or divergence)", step},
+            {"diverged", T::f64, "1", "1 when the step's loss or gradient was not finite", step},
+            {"step_seconds", T::f64, "s", "wall time of the step", step},
+            {"tokens_per_second", T::f64, "1/s", "training tokens (batch x seq_len) per second of the step", step},
+            {"step_peak_bytes", T::f64, "byte", "the engine ledger's peak over the step's sequences", step},
+            {"final_train_loss", T::f64, "nat", "training loss of the last step"},
+            {"final_val_loss", T::f64, "nat", "validation loss after the last step (NaN without validation)"},
+            {"steps_skipped", T::i64, "1", "updates not applied"},
+            {"steps_diverged", T::i64, "1", "steps whose loss or gradient was not finite"},
+            {"parameters", T::i64, "1", "trained parameters"},
+            {"peak_bytes", T::i64, "byte", "engine step peak + FP32 master weights + moments + gradient accumulators"},
+            {"optimizer_state_bytes", T::i64, "byte", "AdamW moments in their storage format"},
+            {"median_tokens_per_second", T::f64, "1/s", "median over the steps"},
+            {"train_tokens", T::str, "", "the training token stream and its sha256"}};
+  }
+
+  Row skipped_row(const Point&) const override { return {}; }
+
+  Row evaluate(const Point& p, const RunContext& context) override {
+    const std::uint64_t seed = std::stoull(p.at("seed"));
+    train::TrainingRunConfig c = run_;
+    c.recipe = p.at("recipe");
+    c.data_seed = seed;
+    const LlamaWeights& initial = weights(seed);
+    streams(initial);
+    train::StepProgress progress("train " + c.recipe + " seed " + p.at("seed"), c.steps, context.quiet);
+    const train::TrainingRunResult r =
+        train::run_training(c, initial, train_stream_, val_stream_ ? &*val_stream_ : nullptr,
+                            [&](std::int64_t step, const train::StepRecord& s) { progress.record(step, s); });
+    Row row;
+    std::map<std::string, std::vector<double>> series;
+    for (const train::StepRecord& s : r.steps) {
+      series["train_loss"].push_back(s.train_loss);
+      series["val_loss"].push_back(s.val_loss);
+      series["grad_norm"].push_back(s.grad_norm);
+      series["learning_rate"].push_back(s.lr);
+      series["loss_scale"].push_back(s.loss_scale);
+      series["skipped"].push_back(s.skipped ? 1.0 : 0.0);
+      series["diverged"].push_back(s.diverged ? 1.0 : 0.0);
+      series["step_seconds"].push_back(s.step_seconds);
+      series["tokens_per_second"].push_back(s.tokens_per_second);
+      series["step_peak_bytes"].push_back(static_cast<double>(s.step_peak_bytes));
+    }
+    std::int64_t skipped = 0, diverged = 0;
+    for (const train::StepRecord& s : r.steps) skipped += s.skipped, diverged += s.diverged;
+    std::vector<double> rates = series["tokens_per_second"];
+    std::nth_element(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(rates.size() / 2), rates.end());
+    row["final_train_loss"] = r.steps.back().train_loss;
+    row["final_val_loss"] = r.steps.back().val_loss;
+    for (auto& [name, values] : series) row[name] = std::move(values);
+    row["steps_skipped"] = skipped;
+    row["steps_diverged"] = diverged;
+    row["parameters"] = static_cast<std::int64_t>(r.parameters);
+    row["peak_bytes"] = static_cast<std::int64_t>(r.peak_bytes);
+    row["optimizer_state_bytes"] = static_cast<std::int64_t>(r.optimizer_state_bytes);
+    row["median_tokens_per_second"] = rates[rates.size() / 2];
+    row["train_tokens"] = train_stream_.source;
+    return row;
+  }
+
+  double point_cost(const Point&) const override { return static_cast<double>(run_.steps * run_.batch * run_.seq_len); }
+
+  std::string operand_description() const override {
+    return "training runs from " + (init_.init == "seeded" ? "a seeded " + init_.preset + " init" : init_.checkpoint) +
+           " on " + (tokens_ == "sampled" ? std::string("a corpus sampled from the stories260K checkpoint") : tokens_) +
+           ", per point in `operands`";
+  }
+
+  std::string operand_provenance(const Point& p) const override {
+    const std::uint64_t seed = std::stoull(p.at("seed"));
+    const LlamaWeights& w = weights(seed);
+    streams(w);
+    std::string text = "weights: " + init_.describe(w, seed) + "; training tokens: " + train_stream_.source;
+    if (val_stream_) text += "; validation tokens: " + val_stream_->source;
+    if (init_.init == "checkpoint" && run_.order == train::BatchOrder::sequential)
+      text += "; checkpoint start in sequential order: the seed changes nothing";
+    return text;
+  }
+
+ private:
+  // f(), with std::invalid_argument / TensorFileError turned into a SpecError naming `field`.
+  template <class F>
+  static void guarded(const StudySpec& spec, const std::string& field, F&& f) {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      throw spec.error(field, e.what());
+    } catch (const TensorFileError& e) {
+      throw spec.error(field, e.what());
+    }
+  }
+  // The same, the field named by the message's first word ("lr: must be ...").
+  template <class F>
+  static void guarded_field(const StudySpec& spec, const std::string& table, F&& f) {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      throw spec.error(table + what.substr(0, what.find(':')), what);
+    }
+  }
+
+  const LlamaWeights& weights(std::uint64_t seed) const {
+    const std::uint64_t key = init_.init == "seeded" ? seed : 0;
+    auto it = weights_.find(key);
+    if (it == weights_.end()) it = weights_.emplace(key, init_.load(seed)).first;
+    return it->second;
+  }
+
+  // The token streams, read or sampled once (the sampled corpus needs the stories260K checkpoint
+  // whatever the run starts from: it is the data, not the model).
+  void streams(const LlamaWeights& model) const {
+    if (!train_stream_.tokens.empty()) return;
+    const int vocab = model.config.vocab_size;
+    if (tokens_ == "sampled") {
+      const LlamaWeights source = load_llama2c_checkpoint(find_data_file("stories260K/stories260K.bin"), kStories260kSha256);
+      const auto describe = [&](const train::SamplerSettings& s, const std::vector<std::int32_t>& ids) {
+        return "sampled from stories260K (sha256 " + source.sha256 + "): " + std::to_string(s.count) +
+               " tokens, temperature " + std::to_string(s.temperature) + ", seed " + std::to_string(s.seed) +
+               ", harness/train/story_sampler; corpus sha256 " + train::token_sha256(ids);
+      };
+      train_stream_.tokens = train::sample_corpus(source, sampler_);
+      train_stream_.sha256 = train::token_sha256(train_stream_.tokens);
+      train_stream_.source = describe(sampler_, train_stream_.tokens);
+      train::SamplerSettings val = sampler_;
+      val.count = val_sample_tokens_;
+      val.seed = sampler_.seed + 1;
+      TokenStream v;
+      v.tokens = train::sample_corpus(source, val);
+      v.sha256 = train::token_sha256(v.tokens);
+      v.source = describe(val, v.tokens) + " (validation split)";
+      for (const std::int32_t id : train_stream_.tokens)
+        if (id >= vocab) throw std::invalid_argument("the sampled corpus has ids beyond the model's vocabulary " + std::to_string(vocab));
+      val_stream_ = std::move(v);
+      return;
+    }
+    train_stream_ = train::read_token_file(tokens_, vocab);
+    if (!val_tokens_.empty()) val_stream_ = train::read_token_file(val_tokens_, vocab);
+  }
+
+  train::ModelInit init_;
+  train::TrainingRunConfig run_;
+  train::SamplerSettings sampler_;
+  std::int64_t val_sample_tokens_ = 4096;
+  std::string tokens_, val_tokens_;
+  mutable std::map<std::uint64_t, LlamaWeights> weights_;
+  mutable TokenStream train_stream_;
+  mutable std::optional<TokenStream> val_stream_;
+};
+
+}  // namespace
+
+std::unique_ptr<StudyKind> make_train_study() { return std::make_unique<TrainStudy>(); }
+
+}  // namespace fp8lab
