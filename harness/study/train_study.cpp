@@ -112,13 +112,18 @@ class TrainStudy final : public StudyKind {
   void check_grid(const StudySpec& spec, const std::vector<Point>& points) const override {
     // The model must exist and run every recipe; the token files must fit its vocabulary and
     // hold a batch. All before the results file is created.
+    const std::string model_field = init_.init == "seeded" ? "model.preset" : "model.checkpoint";
     for (const Point& p : points) {
+      guarded(spec, model_field, [&] { weights(std::stoull(p.at("seed"))); });
       const LlamaWeights& w = weights(std::stoull(p.at("seed")));
       guarded(spec, "axes.recipe", [&] { train::named_recipe(p.at("recipe")).validate(train::config_of(w)); });
     }
     const LlamaWeights& w = weights(std::stoull(points.front().at("seed")));
     if (tokens_ != "sampled") {
-      guarded(spec, "data.tokens", [&] { streams(w); });
+      const int vocab = w.config.vocab_size;
+      guarded(spec, "data.tokens", [&] { train_stream_ = train::read_token_file(tokens_, vocab); });
+      if (!val_tokens_.empty())
+        guarded(spec, "data.val_tokens", [&] { val_stream_ = train::read_token_file(val_tokens_, vocab); });
       guarded(spec, "data.tokens", [&] {
         train::BatchSchedule(static_cast<std::int64_t>(train_stream_.tokens.size()), run_.batch, run_.seq_len, run_.order, 0);
       });
