@@ -287,7 +287,7 @@ def _shorten(text):
     text = re.sub(r"(sha256 [0-9a-f]{12})[0-9a-f]+", r"\1...", text)
     text = re.sub(r"(\d+)\.0+\b", r"\1", text)
     text = re.sub(r'(: "[^"]{0,40})[^"]*"', r'\1..."', text, flags=re.S)
-    return re.sub(r"/\S*/([^/\s]+)", r"\1", text)  # a path by its file name
+    return re.sub(r"(?:[^\s/(]*/)+([^/\s]+)", r"\1", text)  # a path (absolute or relative) by its file name
 
 
 def operands_text(ds):

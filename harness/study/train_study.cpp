@@ -1,7 +1,8 @@
 // Study kind "train" (issue 23): training runs under precision recipes, one run per grid point,
 // with the per-step record along a `step` dimension (harness/train/training_run.hpp).
 //
-// Axes: recipe (an engine recipe), seed (the seeded initialisation's and the shuffled order's;
+// Axes: recipe (a named engine recipe or a TOML recipe file relative to the spec,
+// experiments/recipes/), seed (the seeded initialisation's and the shuffled order's;
 // a checkpoint start read in sequential order is the same run at every seed, said in the
 // operands). Settings:
 //   [model]    init = "checkpoint" | "seeded"; checkpoint = "stories260K" | PATH; preset
@@ -13,12 +14,14 @@
 //              eps, moments, decay_norm_gains, clip, policy, val_every, val_sequences
 // Paths are relative to the spec's folder.
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <map>
 
 #include "data/tensor_io/tensor.hpp"
 #include "harness/study/integer_axis_value.hpp"
 #include "harness/study/study_kind.hpp"
+#include "harness/train_recipe_toml.hpp"
 #include "harness/train/model_init.hpp"
 #include "harness/train/step_progress.hpp"
 #include "harness/train/story_sampler.hpp"
@@ -41,7 +44,7 @@ class TrainStudy final : public StudyKind {
   }
 
   void validate_value(const std::string& axis, const std::string& v) const override {
-    if (axis == "recipe") train::named_recipe(v);
+    if (axis == "recipe" && !v.ends_with(".toml")) train::named_recipe(v);
     if (axis == "seed") {
       const std::int64_t s = parse_integer_axis_value("seed", v);
       if (s < 0) throw std::invalid_argument("seed " + v + " is negative");
@@ -49,10 +52,10 @@ class TrainStudy final : public StudyKind {
   }
 
   void configure(const StudySpec& spec) override {
-    const std::filesystem::path base = spec.file.parent_path();
+    base_ = spec.file.parent_path();
     const auto path_of = [&](const std::string& text) {
       const std::filesystem::path p(text);
-      return p.is_absolute() ? p : base / p;
+      return p.is_absolute() ? p : base_ / p;
     };
     init_.init = spec.get_string("model.init", "checkpoint");
     init_.checkpoint = spec.get_string("model.checkpoint", "stories260K");
@@ -116,7 +119,7 @@ class TrainStudy final : public StudyKind {
     for (const Point& p : points) {
       guarded(spec, model_field, [&] { weights(std::stoull(p.at("seed"))); });
       const LlamaWeights& w = weights(std::stoull(p.at("seed")));
-      guarded(spec, "axes.recipe", [&] { train::named_recipe(p.at("recipe")).validate(train::config_of(w)); });
+      guarded(spec, "axes.recipe", [&] { recipe(p.at("recipe"), w).validate(train::config_of(w)); });
     }
     const LlamaWeights& w = weights(std::stoull(points.front().at("seed")));
     if (tokens_ != "sampled") {
@@ -169,11 +172,11 @@ class TrainStudy final : public StudyKind {
   Row evaluate(const Point& p, const RunContext& context) override {
     const std::uint64_t seed = std::stoull(p.at("seed"));
     train::TrainingRunConfig c = run_;
-    c.recipe = p.at("recipe");
     c.data_seed = seed;
     const LlamaWeights& initial = weights(seed);
+    c.recipe = recipe(p.at("recipe"), initial);
     streams(initial);
-    train::StepProgress progress("train " + c.recipe + " seed " + p.at("seed"), c.steps, context.quiet);
+    train::StepProgress progress("train " + p.at("recipe") + " seed " + p.at("seed"), c.steps, context.quiet);
     const train::TrainingRunResult r =
         train::run_training(c, initial, train_stream_, val_stream_ ? &*val_stream_ : nullptr,
                             [&](std::int64_t step, const train::StepRecord& s) { progress.record(step, s); });
@@ -220,7 +223,7 @@ class TrainStudy final : public StudyKind {
     const std::uint64_t seed = std::stoull(p.at("seed"));
     const LlamaWeights& w = weights(seed);
     streams(w);
-    std::string text = "weights: " + init_.describe(w, seed) + "; training tokens: " + train_stream_.source;
+    std::string text = init_.describe(w, seed) + "; training tokens: " + train_stream_.source;
     if (val_stream_) text += "; validation tokens: " + val_stream_->source;
     if (init_.init == "checkpoint" && run_.order == train::BatchOrder::sequential)
       text += "; checkpoint start in sequential order: the seed changes nothing";
@@ -250,6 +253,13 @@ class TrainStudy final : public StudyKind {
     }
   }
 
+  // A named recipe, or a TOML file relative to the spec (experiments/recipes/); a file's own
+  // errors are SpecErrors naming it and its field.
+  train::PrecisionRecipe recipe(const std::string& value, const LlamaWeights& model) const {
+    if (!value.ends_with(".toml")) return train::named_recipe(value);
+    return load_recipe_toml(base_ / value, train::config_of(model));
+  }
+
   const LlamaWeights& weights(std::uint64_t seed) const {
     const std::uint64_t key = init_.init == "seeded" ? seed : 0;
     auto it = weights_.find(key);
@@ -265,9 +275,10 @@ class TrainStudy final : public StudyKind {
     if (tokens_ == "sampled") {
       const LlamaWeights source = load_llama2c_checkpoint(find_data_file("stories260K/stories260K.bin"), kStories260kSha256);
       const auto describe = [&](const train::SamplerSettings& s, const std::vector<std::int32_t>& ids) {
-        return "sampled from stories260K (sha256 " + source.sha256 + "): " + std::to_string(s.count) +
-               " tokens, temperature " + std::to_string(s.temperature) + ", seed " + std::to_string(s.seed) +
-               ", harness/train/story_sampler; corpus sha256 " + train::token_sha256(ids);
+        char temperature[32];
+        std::snprintf(temperature, sizeof temperature, "%g", s.temperature);
+        return std::to_string(s.count) + " tokens sampled from stories260K at temperature " + temperature + ", seed " +
+               std::to_string(s.seed) + " (corpus sha256 " + train::token_sha256(ids) + ")";
       };
       train_stream_.tokens = train::sample_corpus(source, sampler_);
       train_stream_.sha256 = train::token_sha256(train_stream_.tokens);
@@ -288,6 +299,7 @@ class TrainStudy final : public StudyKind {
     if (!val_tokens_.empty()) val_stream_ = train::read_token_file(val_tokens_, vocab);
   }
 
+  std::filesystem::path base_;  // the spec's folder
   train::ModelInit init_;
   train::TrainingRunConfig run_;
   train::SamplerSettings sampler_;

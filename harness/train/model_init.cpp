@@ -18,8 +18,8 @@ LlamaWeights ModelInit::load(std::uint64_t seed) const {
 }
 
 std::string ModelInit::describe(const LlamaWeights& weights, std::uint64_t seed) const {
-  if (init == "seeded") return "seeded init of " + preset + " (kernels/train/model_weights.hpp), seed=" + std::to_string(seed);
-  return "checkpoint " + weights.file.string() + " (sha256 " + weights.sha256 + ")";
+  if (init == "seeded") return "synthetic: seeded init of " + preset + ", seed=" + std::to_string(seed);
+  return "real checkpoint " + weights.file.string() + " (sha256 " + weights.sha256 + ")";
 }
 
 }  // namespace fp8lab::train

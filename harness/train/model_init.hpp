@@ -15,7 +15,7 @@ struct ModelInit {
   std::string preset = "stories260K";     // seeded: a preset of kernels/train/model_config.hpp
   // Throws std::invalid_argument naming the field (init, preset); TensorFileError for a bad file.
   LlamaWeights load(std::uint64_t seed) const;
-  // "stories260K checkpoint PATH (sha256 HEX)" or "seeded init of PRESET, seed N".
+  // "real checkpoint PATH (sha256 HEX)" or "synthetic: seeded init of PRESET, seed=N".
   std::string describe(const LlamaWeights& weights, std::uint64_t seed) const;
 };
 

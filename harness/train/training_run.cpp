@@ -18,6 +18,16 @@ namespace {
 
 bool is_norm_gain(const std::string& name) { return name.find("rms") != std::string::npos; }
 
+// FP16 GEMMs overflow and underflow without a loss scale (the fp16 recipe, or an override).
+bool needs_loss_scaling(const PrecisionRecipe& r) {
+  const auto fp16 = [](const GemmPrecision& g) { return g.kind == GemmPrecision::Kind::fp16; };
+  const auto fp16_override = [&](const std::optional<GemmPrecision>& g) { return g && fp16(*g); };
+  bool any = fp16(r.fprop) || fp16(r.dgrad) || fp16(r.wgrad);
+  for (const LayerOverride& o : r.overrides)
+    any = any || fp16_override(o.fprop) || fp16_override(o.dgrad) || fp16_override(o.wgrad);
+  return any;
+}
+
 struct Sequences {
   double loss_sum = 0;
   std::vector<NamedGradient> gradient_sums;  // double sums in the engine's tensor order
@@ -66,7 +76,7 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
                                const TokenStream* validation, const StepObserver& observer) {
   config.validate();
   const ModelConfig model = config_of(initial);
-  const PrecisionRecipe recipe = named_recipe(config.recipe);
+  const PrecisionRecipe& recipe = config.recipe;
   recipe.validate(model);
   const ActivationPolicy policy = make_policy(config.policy, model, config.seq_len + 1, 4);
   const BatchSchedule schedule(static_cast<std::int64_t>(train.tokens.size()), config.batch, config.seq_len, config.order,
@@ -76,7 +86,7 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
     const BatchSchedule val(static_cast<std::int64_t>(validation->tokens.size()), 1, config.seq_len, BatchOrder::sequential, 0);
     for (std::int64_t j = 0; j < config.val_sequences; ++j) val_starts.push_back(val.start(j, 0));
   }
-  const bool loss_scaling = config.recipe == "fp16";
+  const bool loss_scaling = needs_loss_scaling(recipe);
 
   TrainingRunResult result;
   result.final_weights = initial;

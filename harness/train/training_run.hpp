@@ -10,7 +10,7 @@
 //      sequence's gradients (FP32 values, returned as double) are summed in double.
 //   3. g = fl32(sum / batch): the gradient of the mean cross-entropy over all batch * seq_len
 //      targets (every sequence has seq_len of them); train_loss = the mean of the sequences' losses.
-//   4. fp16 recipe: g unscaled by fl32(1 / scale) with the check for inf/NaN
+//   4. a recipe with an fp16 GEMM: g unscaled by fl32(1 / scale) with the check for inf/NaN
 //      (kernels/cpu/check_finite_and_unscale); an overflow skips the update and backs the scale
 //      off (kernels/loss_scaling, PyTorch GradScaler rules). Other recipes: scale 1, and a
 //      non-finite gradient is recorded as a divergence, not applied.
@@ -33,11 +33,12 @@
 #include "harness/train/batch_order.hpp"
 #include "harness/train/lr_schedule.hpp"
 #include "harness/train/token_file.hpp"
+#include "kernels/train/precision_recipe.hpp"
 
 namespace fp8lab::train {
 
 struct TrainingRunConfig {
-  std::string recipe = "fp32";  // a named engine recipe (kernels/train/precision_recipe.hpp)
+  PrecisionRecipe recipe = named_recipe("fp32");  // the loss scaler runs when a GEMM is fp16
   std::string policy = "none";  // activation policy (kernels/train/activation_policy.hpp)
   std::int64_t batch = 1, seq_len = 64, steps = 1;
   BatchOrder order = BatchOrder::sequential;
