@@ -1,5 +1,6 @@
 #include "kernels/train/backward_ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -36,33 +37,48 @@ void attention_backward(const Tensor<Real>& p, const Tensor<Real>& q, const Tens
   const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
   std::fill(dk.data(), dk.data() + dk.size(), Real(0));
   std::fill(dv.data(), dv.data() + dv.size(), Real(0));
-  // Each kv group is independent: its heads accumulate into its dk / dv columns in order.
+  // Each kv group is independent: its heads accumulate into its dk / dv columns in order. Every
+  // sum keeps the order of the plain loop nest (dp over i, dq over u, dk and dv over t and then
+  // heads); the loops run independent sums side by side so that they vectorize.
 #pragma omp parallel for schedule(static) if (T >= 1024)
   for (int kvh = 0; kvh < kv_heads; ++kvh) {
-    std::vector<Real> ds(static_cast<std::size_t>(T));
+    std::vector<Real> ds(static_cast<std::size_t>(T)), vt;
     const std::int64_t kc = kvh * hs;
+    transpose_head(v, kc, hs, vt);
     for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
       const std::int64_t qc = h * hs;
       for (std::int64_t t = 0; t < T; ++t) {
         const Real* pr = p.row(h * T + t);
+        const std::int64_t n = t + 1;
+        Real* dp = ds.data();
+        std::fill(dp, dp + n, Real(0));
+        for (std::int64_t i = 0; i < hs; ++i) {  // dp[u] = sum over i of dO(t, i) v(u, i)
+          const Real di = d_o(t, qc + i);
+          const Real* vi = vt.data() + i * T;
+          for (std::int64_t u = 0; u < n; ++u) dp[u] += di * vi[u];
+        }
+        for (std::int64_t u = 0; u < n; ++u) ds[static_cast<std::size_t>(u)] = pr[u] * dp[u];
         Real rowsum = 0;
-        for (std::int64_t u = 0; u <= t; ++u) {
-          Real dp = 0;
-          for (std::int64_t i = 0; i < hs; ++i) dp += d_o(t, qc + i) * v(u, kc + i);
-          ds[static_cast<std::size_t>(u)] = pr[u] * dp;
-          rowsum += ds[static_cast<std::size_t>(u)];
+        for (std::int64_t u = 0; u < n; ++u) rowsum += ds[static_cast<std::size_t>(u)];
+        for (std::int64_t u = 0; u < n; ++u) ds[static_cast<std::size_t>(u)] = (ds[static_cast<std::size_t>(u)] - pr[u] * rowsum) * scale;
+        Real* dqr = dq.row(t) + qc;
+        std::fill(dqr, dqr + hs, Real(0));
+        for (std::int64_t u = 0; u < n; ++u) {  // dq[i] = sum over u of ds[u] k(u, i)
+          const Real du = ds[static_cast<std::size_t>(u)];
+          const Real* ku = k.row(u) + kc;
+          for (std::int64_t i = 0; i < hs; ++i) dqr[i] += du * ku[i];
         }
-        for (std::int64_t u = 0; u <= t; ++u) ds[static_cast<std::size_t>(u)] = (ds[static_cast<std::size_t>(u)] - pr[u] * rowsum) * scale;
-        for (std::int64_t i = 0; i < hs; ++i) {
-          Real sum = 0;
-          for (std::int64_t u = 0; u <= t; ++u) sum += ds[static_cast<std::size_t>(u)] * k(u, kc + i);
-          dq(t, qc + i) = sum;
-        }
-        for (std::int64_t u = 0; u <= t; ++u)
+        const Real* qr = q.row(t) + qc;
+        const Real* dor = d_o.row(t) + qc;
+        for (std::int64_t u = 0; u < n; ++u) {
+          const Real du = ds[static_cast<std::size_t>(u)], pu = pr[u];
+          Real* dku = dk.row(u) + kc;
+          Real* dvu = dv.row(u) + kc;
           for (std::int64_t i = 0; i < hs; ++i) {
-            dk(u, kc + i) += ds[static_cast<std::size_t>(u)] * q(t, qc + i);
-            dv(u, kc + i) += pr[u] * d_o(t, qc + i);
+            dku[i] += du * qr[i];
+            dvu[i] += pu * dor[i];
           }
+        }
       }
     }
   }

@@ -1,7 +1,9 @@
 #include "kernels/train/forward_ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace fp8lab::train {
 
@@ -31,6 +33,17 @@ void rope_inplace(Tensor<Real>& x, int head_size, double sign, std::int64_t firs
 }
 
 template <class Real>
+void transpose_head(const Tensor<Real>& x, std::int64_t column, std::int64_t hs, std::vector<Real>& xt) {
+  const std::int64_t T = x.rows;
+  xt.resize(static_cast<std::size_t>(hs * T));
+  for (std::int64_t u = 0; u < T; ++u)
+    for (std::int64_t i = 0; i < hs; ++i) xt[static_cast<std::size_t>(i * T + u)] = x(u, column + i);
+}
+
+// Every sum below keeps its own order (over i for a score, over u for an output): the loops run
+// the independent sums side by side (over u for the scores, over i for the outputs) so that
+// they vectorize, and each one's additions happen in the order the plain loop nest has.
+template <class Real>
 void attention_scores(const Tensor<Real>& q, const Tensor<Real>& k, int heads, int kv_heads, Tensor<Real>& p) {
   const std::int64_t T = q.rows, hs = q.cols / heads;
   const int group = heads / kv_heads;
@@ -38,22 +51,29 @@ void attention_scores(const Tensor<Real>& q, const Tensor<Real>& k, int heads, i
 #pragma omp parallel for schedule(static) if (T >= 1024)
   for (int h = 0; h < heads; ++h) {
     const std::int64_t qc = h * hs, kc = (h / group) * hs;
+    std::vector<Real> kt;
+    transpose_head(k, kc, hs, kt);
     for (std::int64_t t = 0; t < T; ++t) {
       Real* row = p.row(h * T + t);
+      const std::int64_t n = t + 1;
+      std::fill(row, row + n, Real(0));
+      for (std::int64_t i = 0; i < hs; ++i) {  // row[u] = sum over i of q(t, i) k(u, i), i ascending
+        const Real qi = q(t, qc + i);
+        const Real* ki = kt.data() + i * T;
+        for (std::int64_t u = 0; u < n; ++u) row[u] += qi * ki[u];
+      }
       Real top = -std::numeric_limits<Real>::infinity();
-      for (std::int64_t u = 0; u <= t; ++u) {
-        Real dot = 0;
-        for (std::int64_t i = 0; i < hs; ++i) dot += q(t, qc + i) * k(u, kc + i);
-        row[u] = dot * scale;
+      for (std::int64_t u = 0; u < n; ++u) {
+        row[u] = row[u] * scale;
         top = std::max(top, row[u]);
       }
       Real sum = 0;
-      for (std::int64_t u = 0; u <= t; ++u) {
+      for (std::int64_t u = 0; u < n; ++u) {
         row[u] = std::exp(row[u] - top);
         sum += row[u];
       }
-      for (std::int64_t u = 0; u <= t; ++u) row[u] /= sum;
-      for (std::int64_t u = t + 1; u < T; ++u) row[u] = 0;
+      for (std::int64_t u = 0; u < n; ++u) row[u] /= sum;
+      for (std::int64_t u = n; u < T; ++u) row[u] = 0;
     }
   }
 }
@@ -67,10 +87,12 @@ void attention_output(const Tensor<Real>& p, const Tensor<Real>& v, int heads, i
     const std::int64_t oc = h * hs, vc = (h / group) * hs;
     for (std::int64_t t = 0; t < T; ++t) {
       const Real* pr = p.row(h * T + t);
-      for (std::int64_t i = 0; i < hs; ++i) {
-        Real sum = 0;
-        for (std::int64_t u = 0; u <= t; ++u) sum += pr[u] * v(u, vc + i);
-        o(t, oc + i) = sum;
+      Real* out = o.row(t) + oc;
+      std::fill(out, out + hs, Real(0));
+      for (std::int64_t u = 0; u <= t; ++u) {  // out[i] = sum over u of p(t, u) v(u, i), u ascending
+        const Real pu = pr[u];
+        const Real* vu = v.row(u) + vc;
+        for (std::int64_t i = 0; i < hs; ++i) out[i] += pu * vu[i];
       }
     }
   }
@@ -119,6 +141,7 @@ double cross_entropy_inplace(Tensor<Real>& logits, const int* tokens) {
 #define FP8LAB_INSTANTIATE(Real)                                                                             \
   template void rmsnorm_forward(const Tensor<Real>&, const Tensor<Real>&, Tensor<Real>&);                    \
   template void rope_inplace(Tensor<Real>&, int, double, std::int64_t);                                      \
+  template void transpose_head(const Tensor<Real>&, std::int64_t, std::int64_t, std::vector<Real>&);        \
   template void attention_scores(const Tensor<Real>&, const Tensor<Real>&, int, int, Tensor<Real>&);         \
   template void attention_output(const Tensor<Real>&, const Tensor<Real>&, int, int, Tensor<Real>&);         \
   template void swiglu_forward(const Tensor<Real>&, const Tensor<Real>&, Tensor<Real>&);                     \

@@ -4,6 +4,7 @@
 // reference (reference/llama_fp64_ref.cpp) but independently of it. Rows are positions.
 // Sums run in index order; transcendental functions are std:: ones in Real.
 #include <cstdint>
+#include <vector>
 
 #include "kernels/train/tensor.hpp"
 
@@ -22,6 +23,10 @@ void rope_inplace(Tensor<Real>& x, int head_size, double sign, std::int64_t firs
 
 // Causal attention of every head: p_h = softmax(q_h k_g^T / sqrt(hs)) (g = h / group),
 // o_h = p_h v_g. p is (heads * T) x T, head h in rows [h T, (h+1) T).
+// The columns [column, column + hs) of x (T x cols) transposed into xt (hs x T, row-major):
+// what the attention loops read when they run over positions.
+template <class Real>
+void transpose_head(const Tensor<Real>& x, std::int64_t column, std::int64_t hs, std::vector<Real>& xt);
 template <class Real>
 void attention_scores(const Tensor<Real>& q, const Tensor<Real>& k, int heads, int kv_heads, Tensor<Real>& p);
 template <class Real>
