@@ -1,13 +1,14 @@
 // Creating a results file: the whole grid laid out at once (axes as dimension scales with
 // their auxiliary coordinates, the extra dimensions, every column at its fill value), then the
 // root attributes and counters.
+#include "harness/results/results_file.hpp"
+
 #include <hdf5_hl.h>
 
 #include <limits>
 #include <map>
 #include <stdexcept>
 
-#include "harness/results/results_file.hpp"
 #include "harness/results/results_file_h5.hpp"
 
 namespace fp8lab {

@@ -1,11 +1,12 @@
 // Opening a results file fp8lab wrote: the axes read back from the dimension scales of
 // `status`, then the columns (and the tile-size coordinates) in creation order.
+#include "harness/results/results_file.hpp"
+
 #include <hdf5_hl.h>
 
 #include <algorithm>
 #include <set>
 
-#include "harness/results/results_file.hpp"
 #include "harness/results/results_file_h5.hpp"
 
 namespace fp8lab {
