@@ -1,5 +1,5 @@
 // HDF5 helpers of the results file: UTF-8 strings, scalar attributes written and read,
-// whole datasets read, and HDF5 errors that name the file.
+// whole datasets read, HDF5 errors that name the file; and the HDF5 library's version.
 #include "harness/results/results_file_h5.hpp"
 
 namespace fp8lab {
