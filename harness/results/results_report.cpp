@@ -1,38 +1,21 @@
+// fp8lab compare: the noise floors of the metrics (derived here), then a new results file
+// compared point by point with a baseline of the same grid, as a regression table or JSON.
+// (The report table is in results_summary.cpp, merge in results_merge.cpp.)
 #include "harness/results/results_report.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 
 #include "harness/results/results_file.hpp"
+#include "harness/results/results_report_detail.hpp"
 
 namespace fp8lab {
-namespace {
-
-bool higher_is_worse(const std::string& metric) {
-  for (const char* suffix : {"_rel_frobenius", "_deepgemm_diff", "_max_abs", "_max_rel", "_one_minus_cosine"})
-    if (metric.ends_with(suffix)) return true;
-  return false;
-}
-
-bool lower_is_worse(const std::string& metric) { return metric.ends_with("_sqnr_db"); }
-
-std::string format_number(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g", v);
-  return text;
-}
-
-// A JSON number, or null for NaN / inf (JSON has neither).
-nlohmann::json json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
-
-}  // namespace
-
+using namespace results_detail;
 
 // Noise floors. Every metric of a point compares y (the backend's FP32 output, or for the
 // quantization error the FP64 GEMM of the dequantized operands) with r, an FP64 GEMM, over
@@ -87,52 +70,15 @@ std::string noise_floor_rules() {
          "  *_max_rel           100 eta (1 + v)   (max_rel's floor is 1% of reference_rms)\n";
 }
 
-
 namespace {
 
-std::string format_columns(const std::vector<std::pair<std::string, std::vector<std::string>>>& cells, std::size_t rows) {
-  std::vector<std::size_t> width;
-  for (const auto& [name, values] : cells) {
-    std::size_t w = name.size();
-    for (const std::string& v : values) w = std::max(w, v.size());
-    width.push_back(w);
-  }
-  std::string out;
-  for (std::size_t c = 0; c < cells.size(); ++c) {
-    out += cells[c].first;
-    out.append(width[c] - cells[c].first.size() + 2, ' ');
-  }
-  out += "\n";
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t c = 0; c < cells.size(); ++c) {
-      const std::string& v = cells[c].second[i];
-      out += v;
-      out.append(width[c] - v.size() + 2, ' ');
-    }
-    out += "\n";
-  }
-  return out;
+bool higher_is_worse(const std::string& metric) {
+  for (const char* suffix : {"_rel_frobenius", "_deepgemm_diff", "_max_abs", "_max_rel", "_one_minus_cosine"})
+    if (metric.ends_with(suffix)) return true;
+  return false;
 }
 
-std::string join(const std::vector<std::string>& names, const char* separator = ", ") {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : separator) + n;
-  return s;
-}
-
-// Position of every point along every axis (last axis fastest), computed once.
-std::vector<std::vector<std::size_t>> positions(const ResultsFile& r) {
-  const std::vector<GridAxis>& axes = r.axes();
-  std::vector<std::vector<std::size_t>> at(static_cast<std::size_t>(r.points()), std::vector<std::size_t>(axes.size()));
-  for (std::size_t p = 0; p < at.size(); ++p) {
-    std::size_t rest = p;
-    for (std::size_t a = axes.size(); a-- > 0;) {
-      at[p][a] = rest % axes[a].values.size();
-      rest /= axes[a].values.size();
-    }
-  }
-  return at;
-}
+bool lower_is_worse(const std::string& metric) { return metric.ends_with("_sqnr_db"); }
 
 // "axis=value ..." over the axes with more than one value (all of them when none varies).
 std::string point_text(const ResultsFile& r, const std::vector<std::size_t>& at) {
@@ -150,188 +96,6 @@ nlohmann::json point_json(const ResultsFile& r, const std::vector<std::size_t>& 
   for (std::size_t a = 0; a < r.axes().size(); ++a) j[r.axes()[a].name] = r.axes()[a].values[at[a]];
   return j;
 }
-
-// The metrics a report summarizes: the relative errors and the total SQNR of a GEMM study;
-// for other kinds, their first scalar f64 columns that are not timings or intervals.
-std::vector<std::string> report_metrics(const ResultsFile& r) {
-  std::vector<std::string> metrics, fallback;
-  for (const ColumnDef& c : r.columns()) {
-    if (c.type != ColumnDef::Type::f64 || c.extra) continue;
-    if (c.name.ends_with("_rel_frobenius") || c.name == "total_sqnr_db") metrics.push_back(c.name);
-    else if (c.name != "elapsed_seconds" && c.name != "seconds" && c.name != "reference_rms" &&
-             !c.name.ends_with("_ci_low") && !c.name.ends_with("_ci_high") && fallback.size() < 6)
-      fallback.push_back(c.name);
-  }
-  return metrics.empty() ? fallback : metrics;
-}
-
-struct ReportData {
-  std::string header;
-  nlohmann::json json;
-  std::vector<std::pair<std::string, std::vector<std::string>>> cells;
-  std::size_t rows = 0;
-};
-
-ReportData build_report(const std::filesystem::path& file, std::vector<std::string> group_by) {
-  const ResultsFile r = ResultsFile::open(file, false);
-  const std::vector<GridAxis>& axes = r.axes();
-  const std::vector<std::string> status = r.read_str("status");
-  std::map<std::string, std::size_t> counts;
-  for (const std::string& s : status) ++counts[s.empty() ? "not run" : s];
-  const bool complete = r.root_attribute("complete") == "true";
-  ReportData d;
-  std::string study = r.root_attribute("study_name");
-  const std::string git = r.root_attribute("git_sha").substr(0, 12);
-  d.header = file.string() + ": study " + study + ", " + std::to_string(r.points()) + " points (" +
-             std::to_string(counts["ok"]) + " ok, " + std::to_string(counts["skipped"]) + " skipped, " +
-             std::to_string(counts["failed"]) + " failed" +
-             (counts["not run"] ? ", " + std::to_string(counts["not run"]) + " not run" : std::string()) + "), kind " +
-             r.root_attribute("study_kind") + ", backend " + r.root_attribute("backend") + ", git " + git +
-             (r.root_attribute("git_dirty") == "true" ? " (dirty)" : "") + "\n";
-  if (!complete) {
-    const std::string shard = r.root_attribute("shard");
-    d.header += "INCOMPLETE: " + std::to_string(counts["not run"]) + " of " + std::to_string(r.points()) +
-                " points not run" + (shard.empty() || shard == "0/1" ? "" : " (a shard, " + shard + ": fp8lab merge joins the shards)") +
-                "; fp8lab run " + r.root_attribute("spec_file") + " -o " + file.string() + " --resume" +
-                (shard.empty() || shard == "0/1" ? "" : " --shard " + shard) + " completes it\n";
-  }
-  const std::vector<std::string> operands = r.has_column("operands") ? r.read_str("operands") : std::vector<std::string>{};
-  std::set<std::string> distinct_operands;
-  for (const std::string& o : operands)
-    if (!o.empty()) distinct_operands.insert(o);
-  if (distinct_operands.size() == 1) d.header += "operands: " + *distinct_operands.begin() + "\n";
-  else if (distinct_operands.size() > 1)
-    d.header += "operands: " + std::to_string(distinct_operands.size()) + " sources, per point in `operands`\n";
-
-  std::vector<std::string> varying, fixed;
-  for (const GridAxis& a : axes) {
-    if (a.values.size() > 1) varying.push_back(a.name);
-    else fixed.push_back(a.name + "=" + a.values.front());
-  }
-  const bool default_grouping = group_by.empty();
-  if (default_grouping) group_by = varying;
-  std::vector<std::size_t> group_axes;
-  for (const std::string& g : group_by) {
-    std::size_t found = axes.size();
-    for (std::size_t a = 0; a < axes.size(); ++a)
-      if (axes[a].name == g) found = a;
-    if (found == axes.size()) {
-      std::vector<std::string> names;
-      for (const GridAxis& a : axes) names.push_back(a.name);
-      throw std::invalid_argument("report --by: no axis '" + g + "' in " + file.string() + " (axes: " + join(names) + ")");
-    }
-    group_axes.push_back(found);
-  }
-  std::vector<std::string> averaged;
-  for (std::size_t a = 0; a < axes.size(); ++a)
-    if (axes[a].values.size() > 1 && std::find(group_axes.begin(), group_axes.end(), a) == group_axes.end())
-      averaged.push_back(axes[a].name + " (" + std::to_string(axes[a].values.size()) + " values)");
-  if (!fixed.empty()) d.header += "fixed: " + join(fixed, " ") + "\n";
-  if (!averaged.empty())
-    d.header += "grouped by " + (group_by.empty() ? std::string("nothing") : join(group_by)) + "; AVERAGED OVER " +
-                join(averaged) + " (statistics over the points that ran)\n";
-
-  // Groups in grid order of the group axes.
-  const std::vector<std::string> metrics = report_metrics(r);
-  std::map<std::string, std::vector<double>> values;
-  for (const std::string& m : metrics) values[m] = r.read_f64(m);
-  const std::vector<std::vector<std::size_t>> at = positions(r);
-  struct Group {
-    std::vector<std::size_t> members;  // points that ran ok
-    std::map<std::string, std::size_t> counts;
-  };
-  std::map<std::vector<std::size_t>, Group> groups;
-  for (std::size_t p = 0; p < at.size(); ++p) {
-    std::vector<std::size_t> key;
-    for (std::size_t a : group_axes) key.push_back(at[p][a]);
-    Group& g = groups[key];
-    ++g.counts[status[p].empty() ? "not run" : status[p]];
-    if (status[p] == "ok") g.members.push_back(p);
-  }
-  const bool one_point_each = averaged.empty();
-  for (const std::string& g : group_by) d.cells.emplace_back(g, std::vector<std::string>{});
-  if (one_point_each) d.cells.emplace_back("status", std::vector<std::string>{});
-  else
-    for (const char* s : {"ok", "skipped", "failed", "not run"})
-      if (counts[s]) d.cells.emplace_back(s, std::vector<std::string>{});
-  const std::size_t stats_at = d.cells.size();
-  for (const std::string& m : metrics) {
-    if (one_point_each) d.cells.emplace_back(m, std::vector<std::string>{});
-    else
-      for (const char* stat : {" mean", " min", " max"}) d.cells.emplace_back(m + stat, std::vector<std::string>{});
-  }
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& [key, g] : groups) {
-    std::size_t c = 0;
-    nlohmann::json row = {{"group", nlohmann::json::object()}, {"counts", g.counts}, {"metrics", nlohmann::json::object()}};
-    for (std::size_t i = 0; i < key.size(); ++i) {
-      d.cells[c++].second.push_back(axes[group_axes[i]].values[key[i]]);
-      row["group"][group_by[i]] = axes[group_axes[i]].values[key[i]];
-    }
-    if (one_point_each) d.cells[c++].second.push_back(g.counts.begin()->first);
-    else
-      for (const char* s : {"ok", "skipped", "failed", "not run"})
-        if (counts[s]) d.cells[c++].second.push_back(std::to_string(g.counts.contains(s) ? g.counts.at(s) : 0));
-    c = stats_at;
-    for (const std::string& m : metrics) {
-      double sum = 0, lo = std::numeric_limits<double>::infinity(), hi = -lo;
-      for (std::size_t p : g.members) {
-        const double x = values[m][p];
-        sum += x;
-        lo = std::min(lo, x);
-        hi = std::max(hi, x);
-      }
-      const bool none = g.members.empty();
-      const double mean = none ? std::numeric_limits<double>::quiet_NaN() : sum / static_cast<double>(g.members.size());
-      if (one_point_each) {
-        d.cells[c++].second.push_back(none ? "-" : format_number(mean));
-        row["metrics"][m] = json_number(mean);
-      } else {
-        d.cells[c++].second.push_back(none ? "-" : format_number(mean));
-        d.cells[c++].second.push_back(none ? "-" : format_number(lo));
-        d.cells[c++].second.push_back(none ? "-" : format_number(hi));
-        row["metrics"][m] = {{"mean", json_number(mean)}, {"min", json_number(none ? NAN : lo)}, {"max", json_number(none ? NAN : hi)}};
-      }
-    }
-    rows.push_back(row);
-  }
-  d.rows = groups.size();
-  std::vector<std::string> averaged_names;
-  for (std::size_t a = 0; a < axes.size(); ++a)
-    if (axes[a].values.size() > 1 && std::find(group_axes.begin(), group_axes.end(), a) == group_axes.end())
-      averaged_names.push_back(axes[a].name);
-  d.json = {{"file", file.string()},
-            {"study", study},
-            {"kind", r.root_attribute("study_kind")},
-            {"points", r.points()},
-            {"counts", counts},
-            {"complete", complete},
-            {"backend", r.root_attribute("backend")},
-            {"git_sha", r.root_attribute("git_sha")},
-            {"git_dirty", r.root_attribute("git_dirty") == "true"},
-            {"operands", std::vector<std::string>(distinct_operands.begin(), distinct_operands.end())},
-            {"grouped_by", group_by},
-            {"averaged_over", averaged_names},
-            {"metrics", metrics},
-            {"rows", rows}};
-  return d;
-}
-
-}  // namespace
-
-std::string report_table(const std::filesystem::path& file, std::vector<std::string> group_by, std::size_t max_rows) {
-  const ReportData d = build_report(file, std::move(group_by));
-  if (max_rows > 0 && d.rows > max_rows)
-    return d.header + "(" + std::to_string(d.rows) + " rows: fp8lab report " + file.string() +
-           " prints them, --by AXIS,... summarizes)\n";
-  return d.header + format_columns(d.cells, d.rows);
-}
-
-std::string report_json(const std::filesystem::path& file, std::vector<std::string> group_by) {
-  return build_report(file, std::move(group_by)).json.dump(2);
-}
-
-namespace {
 
 // How a metric's change is stated: dB as a difference in dB, 1 - cosine as a difference of
 // 1 - cosine (a percentage of a number near 0 or of an SQNR says nothing), errors relative.
@@ -522,95 +286,6 @@ Comparison compare_results(const std::filesystem::path& baseline, const std::fil
   c.json["new_columns"] = c.new_columns;
   c.json["regression"] = !c.worse.empty();
   return c;
-}
-
-MergeSummary merge_results(const std::filesystem::path& out, const std::vector<std::filesystem::path>& shards,
-                           bool allow_partial) {
-  if (shards.empty()) throw std::invalid_argument("merge needs at least one shard");
-  if (std::filesystem::exists(out)) throw std::invalid_argument(out.string() + ": exists; merge writes a new file");
-  std::vector<ResultsFile> inputs;
-  for (const auto& s : shards) inputs.push_back(ResultsFile::open(s, false));
-  const ResultsFile& first = inputs.front();
-  const std::string spec = first.root_attribute("spec_sha256");
-  for (std::size_t i = 1; i < inputs.size(); ++i) {
-    if (inputs[i].root_attribute("spec_sha256") != spec)
-      throw std::invalid_argument(shards[i].string() + ": comes from a different spec than " + shards[0].string());
-    if (inputs[i].points() != first.points())
-      throw std::invalid_argument(shards[i].string() + ": its grid differs from " + shards[0].string());
-  }
-  // The set must be shards 0..N-1 of one N, each once, each with all its points; else say
-  // what is wrong (unless --allow-partial: then whatever points the files hold).
-  const auto parse_shard = [](const std::string& text, int& i, int& n) {
-    return std::sscanf(text.c_str(), "%d/%d", &i, &n) == 2 && n >= 1 && i >= 0 && i < n;
-  };
-  std::map<int, std::size_t> seen;
-  int count = 0;
-  std::string problem;
-  std::vector<std::vector<std::string>> status;
-  for (std::size_t f = 0; f < inputs.size(); ++f) {
-    status.push_back(inputs[f].read_str("status"));
-    int i = 0, n = 0;
-    if (!parse_shard(inputs[f].root_attribute("shard"), i, n)) {
-      problem = shards[f].string() + ": has no valid shard attribute";
-      continue;
-    }
-    if (count == 0) count = n;
-    if (n != count && problem.empty())
-      problem = shards[f].string() + ": is shard " + std::to_string(i) + "/" + std::to_string(n) + ", the others of " +
-                std::to_string(count);
-    if (seen.contains(i) && problem.empty())
-      problem = shards[f].string() + ": shard " + std::to_string(i) + "/" + std::to_string(n) + " is also " +
-                shards[seen[i]].string() + " (duplicated)";
-    seen.emplace(i, f);
-    std::int64_t missing = 0;
-    for (std::size_t p = static_cast<std::size_t>(i); p < status[f].size(); p += static_cast<std::size_t>(n))
-      missing += status[f][p].empty();
-    if (missing > 0 && problem.empty())
-      problem = shards[f].string() + ": shard " + std::to_string(i) + "/" + std::to_string(n) + " is incomplete (" +
-                std::to_string(missing) + " of its points not run; fp8lab run ... --resume --shard " + std::to_string(i) +
-                "/" + std::to_string(n) + " completes it)";
-  }
-  if (problem.empty())
-    for (int i = 0; i < count; ++i)
-      if (!seen.contains(i)) {
-        problem = "shard " + std::to_string(i) + "/" + std::to_string(count) + " is missing";
-        break;
-      }
-  if (!problem.empty() && !allow_partial)
-    throw std::invalid_argument("merge: " + problem + " (--allow-partial merges what there is)");
-
-  std::map<std::string, std::string> attributes;
-  for (const char* name : {"Conventions", "title", "history", "source", "study_name", "study_kind", "description",
-                           "spec_file", "spec_toml", "spec_sha256", "resolved_spec_json", "fp8lab_version", "git_sha",
-                           "git_dirty", "backend", "device", "compiler", "compiler_flags", "build_march", "cpu_isa",
-                           "eigen_version", "openmp_version", "hdf5_version", "operands", "utc_start", "utc_end"})
-    attributes[name] = first.root_attribute(name);
-  std::string hosts;
-  for (const ResultsFile& in : inputs) hosts += (hosts.empty() ? "" : ",") + in.root_attribute("host");
-  attributes["host"] = hosts;
-  attributes["shard"] = "0/1";
-  attributes["merged_from"] = std::to_string(shards.size()) + " shards";
-  std::string shard_names;
-  for (const auto& s : shards) shard_names += " " + s.string();
-  attributes["history"] += "\nmerged:" + shard_names;
-  // Each point from the first file that has it.
-  MergeSummary summary;
-  summary.problem = problem;
-  summary.points_total = first.points();
-  std::vector<std::int64_t> source(static_cast<std::size_t>(first.points()), -1);
-  for (std::size_t p = 0; p < source.size(); ++p)
-    for (std::size_t f = 0; f < inputs.size() && source[p] < 0; ++f)
-      if (!status[f][p].empty()) source[p] = static_cast<std::int64_t>(f);
-  for (std::int64_t s : source) summary.points_done += s >= 0;
-  attributes["complete"] = summary.points_done == summary.points_total ? "true" : "false";
-  ResultsFile merged = ResultsFile::create(out, first.axes(), first.columns(), attributes,
-                                           {{"points_total", summary.points_total}, {"points_done", 0}});
-  std::int64_t done = 0;
-  for (std::size_t p = 0; p < source.size(); ++p)
-    if (source[p] >= 0)
-      merged.write_point(static_cast<std::int64_t>(p), inputs[static_cast<std::size_t>(source[p])].read_point(static_cast<std::int64_t>(p)),
-                         {{"points_done", ++done}});
-  return summary;
 }
 
 }  // namespace fp8lab
