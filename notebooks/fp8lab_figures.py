@@ -287,7 +287,9 @@ def _shorten(text):
     text = re.sub(r"(sha256 [0-9a-f]{12})[0-9a-f]+", r"\1...", text)
     text = re.sub(r"(\d+)\.0+\b", r"\1", text)
     text = re.sub(r'(: "[^"]{0,40})[^"]*"', r'\1..."', text, flags=re.S)
-    return re.sub(r"(?:[^\s/(]*/)+([^/\s]+)", r"\1", text)  # a path (absolute or relative) by its file name
+    # A file path (absolute or relative, its last part with an extension) by its file name;
+    # "seeds 2/3" or "E4M3/E5M2" are not paths.
+    return re.sub(r"(?<![\w/])(?:\.{0,2}/)?(?:[\w.-]+/)+([\w.-]+\.[A-Za-z]\w*)", r"\1", text)
 
 
 def operands_text(ds):

@@ -100,7 +100,6 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--recipe", f->recipe, "Precision recipe (fp32, bf16, fp16, deepseek_v3, hybrid, ...)")->capture_default_str();
   sub->add_option("--init", f->init, "stories260K (the data folder's checkpoint), a llama2.c checkpoint PATH, or seed:N")
       ->capture_default_str();
-  sub->add_option("--model", f->model, "Model preset for --init seed:N (stories260K, dim256)")->capture_default_str();
   sub->add_option("--tokens", f->tokens, "Training tokens: .npy (uint16/int32) or raw uint16 .bin, or 'sampled'")
       ->capture_default_str();
   sub->add_option("--val-tokens", f->val_tokens, "Validation tokens (a sampled corpus has its own split)");
@@ -120,15 +119,25 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--policy", f->policy, "Activation policy (none, full, ...)")->capture_default_str();
   sub->add_option("--val-every", f->val_every, "Validation loss every N steps and at the end (0: never)")->capture_default_str();
   sub->add_option("--val-sequences", f->val_sequences, "Validation sequences")->capture_default_str();
-  sub->add_option("--seed", f->seed, "Seed of the shuffled order (and of --init seed:N if that gives none)")->capture_default_str();
+  CLI::Option* seed = sub->add_option("--seed", f->seed, "Seed of the shuffled order (with --init seed:N, N seeds both)")
+                          ->capture_default_str();
+  CLI::Option* model = sub->add_option("--model", f->model, "Model preset for --init seed:N (stories260K, dim256)")
+                           ->capture_default_str();
   sub->add_option("-o,--out", o->out, "Results file (.h5)")->required();
   add_threads_option(sub, o->threads);
   sub->add_flag("--quiet", o->quiet, "No progress on stderr");
-  return {sub, [f, o] {
-            if (f->init.rfind("seed:", 0) == 0) {
+  return {sub, [f, o, seed, model] {
+            const bool seeded = f->init.rfind("seed:", 0) == 0;
+            if (seeded) {
               const std::string digits = f->init.substr(5);
               if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18)
                 throw std::invalid_argument("fp8lab train: --init: '" + f->init + "' is not seed:N with N a whole number");
+              if (seed->count() > 0)
+                throw std::invalid_argument("fp8lab train: --seed: --init " + f->init +
+                                            " already seeds the run (the init and the shuffled order); give one of them");
+            } else if (model->count() > 0) {
+              throw std::invalid_argument("fp8lab train: --model: a preset applies to --init seed:N only; the checkpoint " +
+                                          f->init + " has its own shape");
             }
             o->spec = "fp8lab train";
             o->spec_text = spec_text(*f);

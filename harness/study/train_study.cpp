@@ -134,9 +134,17 @@ class TrainStudy final : public StudyKind {
         guarded(spec, "data.val_tokens", [&] {
           train::BatchSchedule(static_cast<std::int64_t>(val_stream_->tokens.size()), 1, run_.seq_len, train::BatchOrder::sequential, 0);
         });
-    } else if (sampler_.count < run_.batch * run_.seq_len + 2) {
-      throw spec.error("data.sample_tokens", std::to_string(sampler_.count) + " tokens are fewer than one batch needs (" +
-                                                 std::to_string(run_.batch * run_.seq_len + 2) + ")");
+    } else {
+      if (sampler_.count < run_.batch * run_.seq_len + 2)
+        throw spec.error("data.sample_tokens", std::to_string(sampler_.count) + " tokens are fewer than one batch needs (" +
+                                                   std::to_string(run_.batch * run_.seq_len + 2) + ")");
+      if (run_.val_every > 0 && val_sample_tokens_ < run_.seq_len + 2)
+        throw spec.error("data.val_sample_tokens", std::to_string(val_sample_tokens_) +
+                                                       " tokens are fewer than one validation sequence needs (" +
+                                                       std::to_string(run_.seq_len + 2) + ")");
+      if (w.config.vocab_size < 512)
+        throw spec.error("data.tokens", "the sampled corpus has stories260K's 512 ids; the model's vocabulary has " +
+                                            std::to_string(w.config.vocab_size));
     }
   }
 
@@ -271,8 +279,7 @@ class TrainStudy final : public StudyKind {
   // whatever the run starts from: it is the data, not the model).
   void streams(const LlamaWeights& model) const {
     if (!train_stream_.tokens.empty()) return;
-    const int vocab = model.config.vocab_size;
-    if (tokens_ == "sampled") {
+    if (tokens_ == "sampled") {  // check_grid made sure the model's vocabulary holds its 512 ids
       const LlamaWeights source = load_llama2c_checkpoint(find_data_file("stories260K/stories260K.bin"), kStories260kSha256);
       const auto describe = [&](const train::SamplerSettings& s, const std::vector<std::int32_t>& ids) {
         char temperature[32];
@@ -290,13 +297,11 @@ class TrainStudy final : public StudyKind {
       v.tokens = train::sample_corpus(source, val);
       v.sha256 = train::token_sha256(v.tokens);
       v.source = describe(val, v.tokens) + " (validation split)";
-      for (const std::int32_t id : train_stream_.tokens)
-        if (id >= vocab) throw std::invalid_argument("the sampled corpus has ids beyond the model's vocabulary " + std::to_string(vocab));
       val_stream_ = std::move(v);
       return;
     }
-    train_stream_ = train::read_token_file(tokens_, vocab);
-    if (!val_tokens_.empty()) val_stream_ = train::read_token_file(val_tokens_, vocab);
+    train_stream_ = train::read_token_file(tokens_, model.config.vocab_size);
+    if (!val_tokens_.empty()) val_stream_ = train::read_token_file(val_tokens_, model.config.vocab_size);
   }
 
   std::filesystem::path base_;  // the spec's folder

@@ -69,7 +69,7 @@ void adamw_update(std::span<float> param, std::span<const float> gradient, AdamW
     const float m = moments.m(i) + one_minus_beta1 * (g - moments.m(i));
     const float v = moments.v(i) * beta2 + (one_minus_beta2 * g) * g;
     const float denom = std::sqrt(v) / bias_correction2_sqrt + eps;
-    param[i] = p + negative_step_size * (m / denom);
+    param[i] = p + (negative_step_size * m) / denom;
     moments.set(i, m, v);
   }
 }

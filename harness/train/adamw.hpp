@@ -4,10 +4,12 @@
 // learning rate lr (all scalars formed in double, then rounded to FP32 as PyTorch passes a
 // Python float to an FP32 tensor op; every FP32 operation rounded once, -ffp-contract=off):
 //   p <- p * fl32(1 - lr * wd)                        decoupled weight decay, before the update
-//   m <- m + fl32(1 - beta1) * (g - m)                 torch's lerp(m, g, 1 - beta1)
+//   m <- m + fl32(1 - beta1) * (g - m)                 torch's lerp(m, g, 1 - beta1), unfused
 //   v <- v * fl32(beta2) + (fl32(1 - beta2) * g) * g   torch's mul_ then addcmul_
 //   denom <- sqrt(v) / fl32(sqrt(1 - beta2^t)) + fl32(eps)    eps outside the sqrt
-//   p <- p + fl32(-lr / (1 - beta1^t)) * (m / denom)
+//   p <- p + (fl32(-lr / (1 - beta1^t)) * m) / denom   torch's addcdiv_: value * t1, then / t2
+// The semantics are torch's; its bits are not promised: ATen's vectorized lerp may fuse the
+// m-update into one FMA (not checked against torch here), and its kernels may differ elsewhere.
 // With BF16 moments (DeepSeek-V3 keeps them in BF16) m and v are computed as above from their
 // stored BF16 values and rounded (RNE) back to BF16 for storage; `denom` and the update use the
 // FP32 values before that rounding. The FP64 reference (reference/adamw_ref.hpp) computes the

@@ -130,13 +130,14 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
       *found_inf.data() = 0.0f;
       cpu::check_finite_and_unscale(spans, scaler.inverse_scale(), found_inf.data());
       overflow = *found_inf.data() != 0.0f;
-      record.skipped = scaler.update(overflow);
     }
     double squares = 0;
     for (const std::vector<float>& g : gradients)
       for (const float v : g) squares += static_cast<double>(v) * static_cast<double>(v);
     record.grad_norm = std::sqrt(squares);
     record.diverged = !std::isfinite(record.train_loss) || (!loss_scaling && !std::isfinite(record.grad_norm));
+    // The scaler counts a step clean only when it is: an overflow or a non-finite loss backs off.
+    if (loss_scaling) record.skipped = scaler.update(overflow || record.diverged);
     if (record.diverged) record.skipped = true;
     if (!record.skipped) {
       if (config.clip > 0 && record.grad_norm > config.clip) {
@@ -150,6 +151,8 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
         adamw_update(named_weight_values(weights, names[t]), gradients[t], moments[t], config.adamw, updates, record.lr, decay);
       }
     }
+    record.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    record.tokens_per_second = static_cast<double>(config.batch * config.seq_len) / record.step_seconds;
     const bool last = step + 1 == config.steps;
     record.val_loss = std::numeric_limits<double>::quiet_NaN();
     if (!val_starts.empty() && ((step + 1) % config.val_every == 0 || last))
@@ -157,8 +160,6 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
                                       ledger, /*keep_gradients=*/false)
                             .loss_sum /
                         static_cast<double>(val_starts.size());
-    record.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    record.tokens_per_second = static_cast<double>(config.batch * config.seq_len) / record.step_seconds;
     result.steps.push_back(record);
     if (observer) observer(step, record);
   }

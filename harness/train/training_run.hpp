@@ -47,7 +47,10 @@ struct TrainingRunConfig {
   AdamWConfig adamw;
   bool decay_norm_gains = true;  // torch.optim.AdamW given every parameter decays the gains too
   double clip = 0;               // global gradient-norm bound; 0: no clipping
-  std::int64_t val_every = 0;    // validation loss every N steps and at the last (0: never)
+  // Validation loss every N steps and at the last (0: never), over val_sequences windows of the
+  // validation stream. It runs the engine's whole step and drops the gradients (the engine has
+  // no forward-only entry yet): about 3x a forward's cost, not counted in step_seconds.
+  std::int64_t val_every = 0;
   std::int64_t val_sequences = 8;
 
   // Throws std::invalid_argument naming the field (the caller adds the file or flag).

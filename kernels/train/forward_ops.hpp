@@ -21,12 +21,13 @@ void rmsnorm_forward(const Tensor<Real>& x, const Tensor<Real>& g, Tensor<Real>&
 template <class Real>
 void rope_inplace(Tensor<Real>& x, int head_size, double sign, std::int64_t first_position = 0);
 
-// Causal attention of every head: p_h = softmax(q_h k_g^T / sqrt(hs)) (g = h / group),
-// o_h = p_h v_g. p is (heads * T) x T, head h in rows [h T, (h+1) T).
 // The columns [column, column + hs) of x (T x cols) transposed into xt (hs x T, row-major):
 // what the attention loops read when they run over positions.
 template <class Real>
 void transpose_head(const Tensor<Real>& x, std::int64_t column, std::int64_t hs, std::vector<Real>& xt);
+
+// Causal attention of every head: p_h = softmax(q_h k_g^T / sqrt(hs)) (g = h / group),
+// o_h = p_h v_g. p is (heads * T) x T, head h in rows [h T, (h+1) T).
 template <class Real>
 void attention_scores(const Tensor<Real>& q, const Tensor<Real>& k, int heads, int kv_heads, Tensor<Real>& p);
 template <class Real>

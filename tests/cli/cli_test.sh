@@ -117,7 +117,7 @@ np.save('$work/bytes.npy', np.ones((2, 3), np.uint8))"
   expect_one_line_error "nan.npy: element (1, 3) is NaN" "$fp8lab" quantize "$work/nan.npy" --granularity row
   expect_one_line_error "inf.npy: element (2, 5) is infinite" "$fp8lab" quantize "$work/inf.npy" --granularity row
   expect_one_line_error "cube.npy: shape 2x3x4 is not 2-D" "$fp8lab" quantize "$work/cube.npy" --granularity row
-  expect_one_line_error "ints.npy: unsupported dtype '<i4'" "$fp8lab" quantize "$work/ints.npy" --granularity row
+  expect_one_line_error "ints.npy: dtype i32 holds integers" "$fp8lab" quantize "$work/ints.npy" --granularity row
   expect_one_line_error "bytes.npy: dtype u8 holds integers" "$fp8lab" quantize "$work/bytes.npy" --granularity row
   expect_one_line_error "size 100 is not a power of two" "$fp8lab" quantize "$work/x.npy" --granularity tile:1x100
   expect_one_line_error "format 'e3m4' is not one of e4m3, e5m2" "$fp8lab" quantize "$work/x.npy" --granularity row --format e3m4

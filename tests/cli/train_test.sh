@@ -54,6 +54,8 @@ case_bad_input() {
   expect_refused "--seq-len" --seq-len 0 --tokens "$work/u16.npy" --steps 2 --batch 2
   expect_refused "--init" --init seed:abc --tokens "$work/u16.npy" "${small[@]}"
   expect_refused "--model" --init seed:3 --model gpt9 --tokens "$work/u16.npy" "${small[@]}"
+  expect_refused "--model" --model dim256 --tokens "$work/u16.npy" "${small[@]}"   # a checkpoint has its own shape
+  expect_refused "--seed" --init seed:3 --seed 4 --tokens "$work/u16.npy" "${small[@]}"  # one seed, given twice
   expect_refused "--init" --init "$work/missing.bin" --tokens "$work/u16.npy" "${small[@]}"
   expect_refused "--moments" --moments fp8 --tokens "$work/u16.npy" "${small[@]}"
   expect_refused "--schedule" --schedule linear --tokens "$work/u16.npy" "${small[@]}"

@@ -115,8 +115,8 @@ TEST_CASE("npy: malformed files give one-line errors naming the file and the pro
   test::write_bytes(dir / "noshape.npy", npy_v1("{'descr': '<f4', 'fortran_order': False, }", ""));
   check_one_line_error(dir / "noshape.npy", "no 'shape' key");
 
-  test::write_bytes(dir / "int32.npy", npy_v1("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }", "abcd"));
-  check_one_line_error(dir / "int32.npy", "unsupported dtype '<i4'");
+  test::write_bytes(dir / "int64.npy", npy_v1("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }", "abcdefgh"));
+  check_one_line_error(dir / "int64.npy", "unsupported dtype '<i8'");
 
   test::write_bytes(dir / "bigendian.npy", npy_v1("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", "abcd"));
   check_one_line_error(dir / "bigendian.npy", "unsupported dtype '>f4'");

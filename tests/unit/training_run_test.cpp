@@ -98,6 +98,26 @@ TEST_CASE("training run: training lowers the loss on a repeated window, under fp
   }
 }
 
+TEST_CASE("training run: a dim256 run whose GEMMs use threads gives the same bits on 1 and 2 threads") {
+  // seq_len 256: the MLP's GEMMs (257 x 768 x 256 multiply-adds > 2^24) run on an OpenMP team,
+  // so the thread count reaches the arithmetic; stories260K's GEMMs never do.
+  TokenStream stream;
+  for (int i = 0; i < 600; ++i) stream.tokens.push_back((i * 37 + 11) % 512);
+  TrainingRunConfig c = config(1, 256, 2, 1e-3);
+  const LlamaWeights initial = seeded_llama_weights(model_preset("dim256"), 5);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const TrainingRunResult one = run_training(c, initial, stream, nullptr);
+  omp_set_num_threads(2);
+  const TrainingRunResult two = run_training(c, initial, stream, nullptr);
+  omp_set_num_threads(saved);
+  for (std::size_t s = 0; s < one.steps.size(); ++s) {
+    CHECK(one.steps[s].train_loss == two.steps[s].train_loss);
+    CHECK(one.steps[s].grad_norm == two.steps[s].grad_norm);
+  }
+  CHECK(one.final_weights.w1 == two.final_weights.w1);
+}
+
 TEST_CASE("training run: the same run gives the same bits on 1 and 2 threads, and validation is recorded every N steps") {
   const TokenStream stream = fixture_stream();
   TrainingRunConfig c = config(2, 8, 4, 1e-3);
