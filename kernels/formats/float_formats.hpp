@@ -13,8 +13,8 @@
 //   as CUDA's float path does; the sign of a NaN is dropped.
 // - decode is exact (every code of these formats is an FP32 value).
 //
-// E2M1, E3M2, E2M3 (every code finite; one code per uint8, in the low 4 or 6 bits, the sign
-// the highest of those, the bits above zero):
+// E2M1, E3M2, E2M3 (every code finite; one code per uint8, in the low 4 or 6 bits with the
+// sign the highest of them; encode leaves the bits above zero, decode ignores them):
 // - Saturating is the only mode: there is no code an unsaturated overflow could give, and
 //   the MX and NVFP4 recipes (and cvt.rn.satfinite.e2m1x2 / e3m2x2 / e2m3x2, which has no
 //   other form) saturate. So encode<F>(x) is the whole interface; encode<F>(x, saturation)
@@ -28,6 +28,8 @@
 //   (the MX scale carries it as E8M0 0xFF; the harness rejects non-finite input).
 // - -0 encodes to the sign bit alone, and values that round to zero keep their sign.
 //
+// The encode body is branch-free (selects only), so the CPU quantizer's loops vectorize,
+// and constexpr + FP8LAB_HD so the same code runs on the GPU and in static_asserts.
 #include <cstdint>
 
 #include "kernels/formats/host_device.hpp"
