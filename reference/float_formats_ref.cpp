@@ -24,6 +24,19 @@ const FormatDefinition& bf16() {
   return f;
 }
 
+const FormatDefinition& e2m1() {
+  static const FormatDefinition f{"e2m1", 2, 1, 0, 6.0, false, false};
+  return f;
+}
+const FormatDefinition& e3m2() {
+  static const FormatDefinition f{"e3m2", 3, 2, -2, 28.0, false, false};
+  return f;
+}
+const FormatDefinition& e2m3() {
+  static const FormatDefinition f{"e2m3", 2, 3, 0, 7.5, false, false};
+  return f;
+}
+
 namespace {
 
 double overflow_value(double sign, const FormatDefinition& format, bool saturate) {
@@ -45,6 +58,8 @@ double round_half_even(double n) {
 }  // namespace
 
 double round_to_format(double x, const FormatDefinition& format, bool saturate) {
+  if (!saturate && !format.has_infinity && !format.has_nan)
+    throw std::invalid_argument(format.name + " has neither inf nor NaN: it can only saturate");
   if (std::isnan(x)) return std::numeric_limits<double>::quiet_NaN();
   const double sign = std::signbit(x) ? -1.0 : 1.0;
   if (std::isinf(x)) return overflow_value(sign, format, saturate);
@@ -65,7 +80,7 @@ double round_to_format(double x, const FormatDefinition& format, bool saturate) 
 std::uint32_t code_of_value(double value, const FormatDefinition& format) {
   const int total_bits = 1 + format.exponent_bits + format.mantissa_bits;
   const std::uint32_t sign_bit = 1u << (total_bits - 1);
-  if (std::isnan(value)) return sign_bit - 1u;
+  if (std::isnan(value)) return format.has_nan ? sign_bit - 1u : sign_bit;
   const std::uint32_t sign = std::signbit(value) ? sign_bit : 0u;
   const double magnitude = std::fabs(value);
   const double significand_scale = std::ldexp(1.0, format.mantissa_bits);  // 2^M
@@ -88,6 +103,32 @@ std::uint32_t code_of_value(double value, const FormatDefinition& format) {
   const auto biased = static_cast<std::uint32_t>(exponent - format.min_exponent + 1);
   const auto fraction = static_cast<std::uint32_t>(significand - significand_scale);
   return sign | (biased << format.mantissa_bits) | fraction;
+}
+
+std::vector<double> representable_values(const FormatDefinition& format) {
+  // Subnormals: k quanta of 2^(min_exponent - M), k < 2^M; then each binade 2^e from the
+  // minimum on, significands 1 + k / 2^M, until max_finite.
+  const int m = format.mantissa_bits;
+  std::vector<double> values;
+  for (int k = 0; k < (1 << m); ++k) values.push_back(std::ldexp(k, format.min_exponent - m));
+  for (int e = format.min_exponent;; ++e)
+    for (int k = 0; k < (1 << m); ++k) {
+      const double v = std::ldexp((1 << m) + k, e - m);
+      if (v > format.max_finite) return values;
+      values.push_back(v);
+    }
+}
+
+double round_by_enumeration(double x, const std::vector<double>& values) {
+  if (std::isnan(x)) return std::numeric_limits<double>::quiet_NaN();
+  const double sign = std::signbit(x) ? -1.0 : 1.0;
+  const double magnitude = std::fabs(x);
+  if (magnitude >= values.back()) return sign * values.back();
+  // values[i] <= magnitude < values[i + 1]
+  const std::size_t i = static_cast<std::size_t>(std::upper_bound(values.begin(), values.end(), magnitude) - values.begin()) - 1;
+  const double below = magnitude - values[i], above = values[i + 1] - magnitude;
+  const std::size_t nearest = below < above ? i : above < below ? i + 1 : (i % 2 == 0 ? i : i + 1);
+  return sign * values[nearest];
 }
 
 }  // namespace fp8lab::ref

@@ -1,6 +1,7 @@
 #pragma once
-// Narrow binary floating-point formats: E4M3, E5M2 (OCP OFP8, CUDA cuda_fp8.h semantics),
-// FP16 (IEEE binary16) and BF16, from and to FP32.
+// Narrow binary floating-point formats, from and to FP32: E4M3, E5M2 (OCP OFP8, CUDA
+// cuda_fp8.h semantics), FP16 (IEEE binary16), BF16, and the Blackwell MX/NVFP4 element
+// formats E2M1 (FP4), E3M2 and E2M3 (FP6), which have no inf and no NaN (OCP MX v1.0).
 //
 // Numerics contract (DESIGN.md section 2):
 // - encode rounds to nearest, ties to even, from the exact FP32 value.
@@ -11,6 +12,21 @@
 // - Any NaN input gives the canonical NaN: every bit set but the sign (0x7F, 0x7FFF),
 //   as CUDA's float path does; the sign of a NaN is dropped.
 // - decode is exact (every code of these formats is an FP32 value).
+//
+// E2M1, E3M2, E2M3 (every code finite; one code per uint8, in the low 4 or 6 bits with the
+// sign the highest of them; encode leaves the bits above zero, decode ignores them):
+// - Saturating is the only mode: there is no code an unsaturated overflow could give, and
+//   the MX and NVFP4 recipes (and cvt.rn.satfinite.e2m1x2 / e3m2x2 / e2m3x2, which has no
+//   other form) saturate. So encode<F>(x) is the whole interface; encode<F>(x, saturation)
+//   is deleted for these formats, so a caller that expects nosat's inf or NaN on overflow
+//   fails to compile instead of getting max finite in silence.
+// - +-inf saturates to +-max finite (6, 28, 7.5) like any overflow.
+// - NaN (either sign, any payload) gives the code of -0 (the sign bit alone: 0x8, 0x20),
+//   which decodes to -0. ml_dtypes 0.6 (float4_e2m1fn, float6_*_fn) makes the same choice
+//   for positive NaNs; it gives +0 for negative ones (tests/peers records this). A NaN is
+//   not a value these formats hold: a quantizer must catch it before the element codec
+//   (the MX scale carries it as E8M0 0xFF; the harness rejects non-finite input).
+// - -0 encodes to the sign bit alone, and values that round to zero keep their sign.
 //
 // The encode body is branch-free (selects only), so the CPU quantizer's loops vectorize,
 // and constexpr + FP8LAB_HD so the same code runs on the GPU and in static_asserts.
@@ -26,26 +42,50 @@ enum class Saturation { satfinite, nosat };
 struct E4M3 {
   static constexpr int exponent_bits = 4, mantissa_bits = 3, bias = 7;
   static constexpr bool has_infinity = false;      // only S.1111.111 is special (NaN)
+  static constexpr bool has_nan = true;
   static constexpr std::uint32_t max_finite_code = 0x7E;   // 448
   static constexpr const char* name = "e4m3";
 };
 struct E5M2 {
   static constexpr int exponent_bits = 5, mantissa_bits = 2, bias = 15;
   static constexpr bool has_infinity = true;
+  static constexpr bool has_nan = true;
   static constexpr std::uint32_t max_finite_code = 0x7B;   // 57344
   static constexpr const char* name = "e5m2";
 };
 struct FP16 {
   static constexpr int exponent_bits = 5, mantissa_bits = 10, bias = 15;
   static constexpr bool has_infinity = true;
+  static constexpr bool has_nan = true;
   static constexpr std::uint32_t max_finite_code = 0x7BFF;  // 65504
   static constexpr const char* name = "fp16";
 };
 struct BF16 {
   static constexpr int exponent_bits = 8, mantissa_bits = 7, bias = 127;
   static constexpr bool has_infinity = true;
+  static constexpr bool has_nan = true;
   static constexpr std::uint32_t max_finite_code = 0x7F7F;
   static constexpr const char* name = "bf16";
+};
+
+// The MX / NVFP4 element formats: every code is a finite number.
+struct E2M1 {  // FP4: 0, 0.5, 1, 1.5, 2, 3, 4, 6
+  static constexpr int exponent_bits = 2, mantissa_bits = 1, bias = 1;
+  static constexpr bool has_infinity = false, has_nan = false;
+  static constexpr std::uint32_t max_finite_code = 0x7;    // 6
+  static constexpr const char* name = "e2m1";
+};
+struct E3M2 {  // FP6: min normal 2^-2, min subnormal 2^-4
+  static constexpr int exponent_bits = 3, mantissa_bits = 2, bias = 3;
+  static constexpr bool has_infinity = false, has_nan = false;
+  static constexpr std::uint32_t max_finite_code = 0x1F;   // 28
+  static constexpr const char* name = "e3m2";
+};
+struct E2M3 {  // FP6: min normal 1, min subnormal 2^-3
+  static constexpr int exponent_bits = 2, mantissa_bits = 3, bias = 1;
+  static constexpr bool has_infinity = false, has_nan = false;
+  static constexpr std::uint32_t max_finite_code = 0x1F;   // 7.5
+  static constexpr const char* name = "e2m3";
 };
 
 template <class F>
@@ -57,14 +97,20 @@ struct FormatLayout {
   static constexpr std::uint32_t infinity_code =                  // IEEE-style formats only
       ((1u << F::exponent_bits) - 1u) << F::mantissa_bits;
   static constexpr int min_exponent = 1 - F::bias;                 // of the smallest normal
+  // What nosat gives on overflow; formats with neither inf nor NaN have no nosat.
+  static constexpr bool has_nosat = F::has_infinity || F::has_nan;
   static constexpr std::uint32_t overflow_code = F::has_infinity ? infinity_code : canonical_nan;
+  // What a NaN input gives: the canonical NaN, or -0 where the format has no NaN (see top).
+  static constexpr std::uint32_t nan_input_code = F::has_nan ? canonical_nan : sign_bit;
 };
 
 // All-ones when `condition`, else zero: a select the compiler can vectorize as a blend.
 FP8LAB_HD constexpr std::uint32_t mask_if(bool condition) { return 0u - static_cast<std::uint32_t>(condition); }
 
+namespace detail {
+
 template <class F>
-FP8LAB_HD constexpr std::uint32_t encode(float x, Saturation saturation = Saturation::satfinite) {
+FP8LAB_HD constexpr std::uint32_t encode_rn(float x, Saturation saturation) {
   using L = FormatLayout<F>;
   constexpr int drop = 23 - F::mantissa_bits;  // FP32 fraction bits the format cannot hold
   const std::uint32_t bits = float_bits(x);
@@ -93,13 +139,33 @@ FP8LAB_HD constexpr std::uint32_t encode(float x, Saturation saturation = Satura
   const std::uint32_t saturated = saturation == Saturation::satfinite ? F::max_finite_code : L::overflow_code;
   const std::uint32_t code = sign | (saturated & overflow) | (magnitude & ~overflow);
   const std::uint32_t is_nan = mask_if(abs_bits > 0x7F800000u);
-  return (L::canonical_nan & is_nan) | (code & ~is_nan);
+  return (L::nan_input_code & is_nan) | (code & ~is_nan);
 }
+
+}  // namespace detail
+
+// x rounded to nearest even, overflow saturated: valid for every format.
+template <class F>
+FP8LAB_HD constexpr std::uint32_t encode(float x) {
+  return detail::encode_rn<F>(x, Saturation::satfinite);
+}
+
+template <class F>
+  requires FormatLayout<F>::has_nosat
+FP8LAB_HD constexpr std::uint32_t encode(float x, Saturation saturation) {
+  return detail::encode_rn<F>(x, saturation);
+}
+
+// E2M1 / E3M2 / E2M3 saturate always (see top): call encode<F>(x).
+template <class F>
+  requires(!FormatLayout<F>::has_nosat)
+std::uint32_t encode(float x, Saturation saturation) = delete;
 
 template <class F>
 FP8LAB_HD constexpr bool is_nan_code(std::uint32_t code) {
   using L = FormatLayout<F>;
   const std::uint32_t magnitude = code & L::magnitude_mask;
+  if (!F::has_nan) return false;
   return F::has_infinity ? magnitude > L::infinity_code : magnitude == L::canonical_nan;
 }
 
@@ -136,5 +202,8 @@ static_assert(encode<E4M3>(464.0f) == 0x7E && encode<E4M3>(464.0f, Saturation::n
 static_assert(encode<E4M3>(465.0f, Saturation::nosat) == 0x7F);
 static_assert(encode<E5M2>(61440.0f, Saturation::nosat) == 0x7C);
 static_assert(decode<E4M3>(0x01) == 0.001953125f);  // 2^-9
+static_assert(max_finite<E2M1>() == 6.0f && max_finite<E3M2>() == 28.0f && max_finite<E2M3>() == 7.5f);
+static_assert(decode<E2M1>(0x1) == 0.5f && decode<E3M2>(0x01) == 0.0625f && decode<E2M3>(0x01) == 0.125f);
+static_assert(encode<E2M1>(5.0f) == 0x6 && encode<E2M1>(7.0f) == 0x7 && encode<E2M1>(-0.25f) == 0x8);
 
 }  // namespace fp8lab

@@ -9,6 +9,8 @@ namespace fp8lab {
 
 inline constexpr std::uint8_t kUe8m0Nan = 0xFF;
 
+// Every byte decodes: 0x00 is 2^-127, an FP32 subnormal, made from its bit pattern (no
+// arithmetic, so a flush-to-zero build cannot turn it into 0); 0xFE is 2^127; 0xFF is NaN.
 FP8LAB_HD constexpr float ue8m0_decode(std::uint8_t code) {
   return code == kUe8m0Nan ? float_from_bits(0x7FFFFFFFu) : exact_pow2(static_cast<int>(code) - 127);
 }
@@ -34,6 +36,7 @@ FP8LAB_HD constexpr float ceil_pow2(float s) {
 }
 
 static_assert(ue8m0_decode(127) == 1.0f && ue8m0_encode_ceil(1.0f) == 127);
+static_assert(float_bits(ue8m0_decode(0x00)) == 0x00400000u && float_bits(ue8m0_decode(0xFE)) == 0x7F000000u);
 static_assert(ue8m0_encode_ceil(1.5f) == 128 && ue8m0_encode_ceil(0.75f) == 127);
 
 }  // namespace fp8lab

@@ -1,20 +1,27 @@
-"""Formats: fp8lab's E4M3/E5M2/FP16/BF16 encode and decode against the peers' casts, over EVERY
-FP32 bit pattern (2^32 inputs, no sampling) and every code.
+"""Formats: fp8lab's E4M3/E5M2/FP16/BF16, E2M1/E3M2/E2M3 and UE8M0 encode and decode against the peers' casts,
+over EVERY FP32 bit pattern (2^32 inputs, no sampling) and every code.
 
   encode, nosat      fp8lab encode(x, nosat)     vs  peer cast of x
   encode, satfinite  fp8lab encode(x, satfinite) vs  peer cast of clip(x, -max, max)
                      (the peers do not saturate, so clip first; clip maps every |x| > max to
                      +-max exactly, so peer(clip(x)) is peer(x) there and peer(+-max) elsewhere,
-                     which saves a second 2^32 cast)
+                     which saves a second 2^32 cast); E2M1/E3M2/E2M3 have satfinite only (fp8lab
+                     encode<F>(x)), and their peer saturates by itself: compared with no clip
+  ceil               UE8M0: fp8lab ue8m0_encode_ceil(x) (its one encoder: the pow2 scale rule) vs
+                     ml_dtypes' float8_e8m0fnu cast of x, which rounds to nearest: every difference
+                     must be one of the two explained ones (nearest is one code below; fp8lab
+                     saturates where the peer gives NaN), checked input by input
   decode             fp8lab decode(code) vs the peer's code -> FP32, every code
 
 Peers: torch (float8_e4m3fn, float8_e5m2, float16, bfloat16), ml_dtypes (float8_e4m3fn,
-float8_e5m2, bfloat16) and, for decode only, NumPy's own float16 (see FORMATS for why). Every difference is put in a class (NaN sign,
+float8_e5m2, bfloat16, float4_e2m1fn, float6_e3m2fn, float6_e2m3fn, float8_e8m0fnu) and, for decode only, NumPy's own float16 (see FORMATS for why). Every difference is put in a class (NaN sign,
 NaN payload, overflow, infinity, rounding tie, other) and counted. fp8lab's contract
 (kernels/formats/float_formats.hpp: "any NaN input gives the canonical NaN, the sign dropped")
 and the peers' casts (which keep a NaN's sign, and some its payload bits) may differ only for
 NaN inputs, so the test fails on any difference for a non-NaN input, and on a NaN input where
-fp8lab's code is not the canonical NaN or the peer's is no NaN at all.
+fp8lab's code is not the canonical NaN or the peer's is no NaN at all. E2M1/E3M2/E2M3 have no NaN:
+fp8lab's contract gives -0 (the sign bit alone) for any NaN, ml_dtypes -0 for a positive NaN and
++0 for a negative one; that is the one difference allowed there.
 
 How it stays fast (2 cores, a few minutes for 4 x 2^32 inputs): the patterns are made once per
 chunk of 2^22 and go through all four formats and all eight peer casts while they are in memory;
@@ -51,14 +58,35 @@ FORMATS = {
     "fp16": (np.uint16, 65504.0, 0x7FFF, 0x7C00, {"torch": torch.float16}, {"numpy": np.float16}),
     "bf16": (np.uint16, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max), 0x7FFF, 0x7F80,
              {"torch": torch.bfloat16, "ml_dtypes": ml_dtypes.bfloat16}, {}),
+    # no NaN: the third field is the code a NaN input gives (-0); one code per uint8, low bits
+    "e2m1": (np.uint8, 6.0, 0x8, None, {"ml_dtypes": ml_dtypes.float4_e2m1fn}, {}),
+    "e3m2": (np.uint8, 28.0, 0x20, None, {"ml_dtypes": ml_dtypes.float6_e3m2fn}, {}),
+    "e2m3": (np.uint8, 7.5, 0x20, None, {"ml_dtypes": ml_dtypes.float6_e2m3fn}, {}),
+    "ue8m0": (np.uint8, 2.0 ** 127, 0xFF, None, {"ml_dtypes": ml_dtypes.float8_e8m0fnu}, {}),
 }
+# name: (bits of a code, fp8lab's encode modes) where not (the code dtype's width, nosat and satfinite)
+LAYOUT = {"e2m1": (4, ("satfinite",)), "e3m2": (6, ("satfinite",)), "e2m3": (6, ("satfinite",)),
+          "ue8m0": (8, ("ceil",))}
+NO_NAN = {"e2m1", "e3m2", "e2m3"}
 TORCH_VIEW = {np.uint8: torch.uint8, np.uint16: torch.int16}
 
-CLASSES = ["NaN input: fp8lab's code is not the canonical NaN", "NaN input: peer gives a non-NaN code",
+CLASSES = ["NaN input: fp8lab's code is not the canonical NaN (-0 in a format without NaN)", "NaN input: peer gives a non-NaN code",
            "NaN input: peer keeps the sign and payload bits", "NaN input: peer keeps the sign (negative NaN)",
            "NaN input: peer keeps payload bits", "NaN input: other", "infinite input", "overflow (|x| > max finite)",
-           "rounding tie", "other"]
-ALLOWED = {2, 3, 4}   # the peers' documented NaN behaviour; fp8lab's contract drops sign and payload
+           "rounding tie", "other",
+           "NaN input (format without NaN): peer gives +0 where fp8lab gives -0",
+           "ue8m0: peer rounds to nearest, one code below fp8lab's round-up (the pow2 scale rule)",
+           "ue8m0: +inf or at least 1.5 * 2^127: fp8lab saturates to 0xFE (as cvt.rp.satfinite), peer gives NaN"]
+# The peers' documented NaN behaviour (fp8lab's contract drops sign and payload), and the
+# explained UE8M0 differences.
+ALLOWED = {2, 3, 4, 10, 11, 12}
+# How many inputs each explained UE8M0 class must hold, so that an fp8lab encoder that rounded to
+# nearest as the peer does (no differences at all) fails too. Nearest and round-up part for a normal
+# positive x = 2^e * (1 + f), 0 < f < 0.5 (2^22 - 1 mantissas per binade), in the 253 binades
+# e = -126 ... 126 (at e = 127 both give 0xFE: fp8lab saturates, the peer rounds down); FP32
+# subnormals agree (the peer rounds those in (2^-127, 2^-126) up too). The peer's NaN: +inf and
+# x >= 1.5 * 2^127, the patterns 0x7F400000 ... 0x7F800000.
+UE8M0_COUNTS = {11: 253 * ((1 << 22) - 1), 12: (1 << 22) + 1}
 
 
 class Format:
@@ -66,7 +94,9 @@ class Format:
         self.name = name
         self.code_dtype, self.max, self.nan_magnitude, self.inf_code, self.peers, extra_decode = FORMATS[name]
         self.decode_peers = {**self.peers, **extra_decode}
-        self.bits = 8 * np.dtype(self.code_dtype).itemsize
+        self.bits, self.modes = LAYOUT.get(name, (8 * np.dtype(self.code_dtype).itemsize, ("nosat", "satfinite")))
+        # the peers of the IEEE-style formats do not saturate: clip before the satfinite comparison
+        self.clip = name not in LAYOUT
         self.sign = 1 << (self.bits - 1)
         # |x| > max is, among FP32 patterns, two contiguous ranges (each ends at the infinity),
         # so within a chunk it is one slice: [lo, hi) of patterns per sign
@@ -74,6 +104,10 @@ class Format:
         self.overflow_ranges = [(max_bits + 1, 0x7F800001, 0), (0x80000000 + max_bits + 1, 0xFF800001, 1)]
 
     def is_nan(self, codes):
+        if self.name == "ue8m0":
+            return codes == 0xFF
+        if self.name in NO_NAN:
+            return np.zeros(codes.shape, dtype=bool)
         magnitude = codes & (self.sign - 1)
         if self.inf_code is None:
             return magnitude == self.nan_magnitude
@@ -82,6 +116,8 @@ class Format:
     def nan_input_class_table(self):
         """For a NaN input where fp8lab gave the canonical NaN: the class of each peer code."""
         codes = np.arange(1 << self.bits, dtype=np.uint32).astype(self.code_dtype)
+        if self.name in NO_NAN:
+            return np.where(codes == 0, 10, 5)
         sign_kept = (codes & self.sign) != 0
         payload_kept = (codes & (self.sign - 1)) != self.nan_magnitude
         return np.select([~self.is_nan(codes), sign_kept & payload_kept, sign_kept, payload_kept], [1, 2, 3, 4], 5)
@@ -115,7 +151,7 @@ class Differences:
 
 def library(build):
     lib = ctypes.CDLL(str(build / "tests" / "peers" / "libfp8lab_peers_format_codes.so"))
-    lib.fp8lab_peers_encode.argtypes = [ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p]
+    lib.fp8lab_peers_encode.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p]
     lib.fp8lab_peers_decode.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
     return lib
 
@@ -135,7 +171,9 @@ def classify(fmt, decoded, nan_table, bits, ours, theirs):
     nan_in = (bits & 0x7FFFFFFF) > 0x7F800000
     classes[nan_in] = np.where(ours[nan_in] != fmt.nan_magnitude, 0, nan_table[theirs[nan_in]])
     rest = ~nan_in
-    if rest.any():
+    if rest.any() and fmt.name == "ue8m0":
+        classes[rest] = classify_ue8m0(bits[rest], ours[rest], theirs[rest])
+    elif rest.any():
         b, o, t = bits[rest], ours[rest], theirs[rest]
         x = b.view(np.float32)
         with np.errstate(invalid="ignore"):
@@ -151,6 +189,18 @@ def classify(fmt, decoded, nan_table, bits, ours, theirs):
         out.append((int(c), int(counts[c]), {"input": f"0x{int(bits[i]):08x}", "fp8lab": f"0x{int(ours[i]):0{hex_width}x}",
                                              "peer": f"0x{int(theirs[i]):0{hex_width}x}"}))
     return out
+
+
+def classify_ue8m0(bits, ours, theirs):
+    """UE8M0, non-NaN inputs: fp8lab's ceil code vs the peer's nearest code. 11 where the peer is one
+    code below and x < 1.5 * 2^(peer - 127) (nearer the lower power of two), 12 where fp8lab saturates
+    an input the peer's rounding takes past 2^127, 9 for anything else."""
+    x = bits.view(np.float32).astype(np.float64)
+    o, t = ours.astype(np.int64), theirs.astype(np.int64)
+    positive = (bits > 0) & (bits < 0x80000000)
+    nearest_below = positive & (t == o - 1) & (np.exp2(t - 127.0) < x) & (x < 1.5 * np.exp2(t - 127.0))
+    saturated = positive & (o == 0xFE) & (t == 0xFF) & (x >= 1.5 * 2.0 ** 127)
+    return np.select([nearest_below, saturated], [11, 12], 9)
 
 
 def same(a, b):
@@ -171,7 +221,7 @@ class Worker:
         self.x_torch = torch.from_numpy(self.x)
         self.buffers = {}
         for fmt in self.formats:
-            nosat, satfinite = np.empty(CHUNK, fmt.code_dtype), np.empty(CHUNK, fmt.code_dtype)
+            ours = {mode: np.empty(CHUNK, fmt.code_dtype) for mode in fmt.modes}
             casts = {}
             for peer, dtype in fmt.peers.items():
                 if isinstance(dtype, torch.dtype):
@@ -180,8 +230,8 @@ class Worker:
                 else:
                     out = np.empty(CHUNK, dtype=dtype)
                     casts[peer] = (out, out.view(fmt.code_dtype))
-            clip = {peer: self.cast_small(fmt, peer, [fmt.max, -fmt.max]) for peer in fmt.peers}
-            self.buffers[fmt.name] = (nosat, satfinite, casts, clip, fp8lab_decoded(self.lib, fmt), fmt.nan_input_class_table())
+            clip = {peer: self.cast_small(fmt, peer, [fmt.max, -fmt.max]) for peer in fmt.peers} if fmt.clip else {}
+            self.buffers[fmt.name] = (ours, casts, clip, fp8lab_decoded(self.lib, fmt), fmt.nan_input_class_table())
 
     @staticmethod
     def cast_small(fmt, peer, values):
@@ -204,11 +254,12 @@ class Worker:
         np.add(self.base, np.uint32(start), out=self.bits)
         results = []
         for fmt in self.formats:
-            nosat, satfinite, casts, clip, decoded, nan_table = self.buffers[fmt.name]
-            if self.lib.fp8lab_peers_encode(fmt.name.encode(), start, CHUNK, nosat.ctypes.data, satfinite.ctypes.data) != 0:
-                sys.exit(f"FAILED: fp8lab_peers_encode({fmt.name}, {start}) refused")
+            ours_by_mode, casts, clip, decoded, nan_table = self.buffers[fmt.name]
+            for mode, buffer in ours_by_mode.items():
+                if self.lib.fp8lab_peers_encode(fmt.name.encode(), mode.encode(), start, CHUNK, buffer.ctypes.data) != 0:
+                    sys.exit(f"FAILED: fp8lab_peers_encode({fmt.name}, {mode}, {start}) refused")
             slices = [(max(lo, start) - start, min(hi, start + CHUNK) - start, which)
-                      for lo, hi, which in fmt.overflow_ranges if lo < start + CHUNK and hi > start]
+                      for lo, hi, which in fmt.overflow_ranges if lo < start + CHUNK and hi > start] if fmt.clip else []
             for peer, (out, theirs) in casts.items():
                 self.cast(fmt, peer, out)
                 clipped = theirs
@@ -216,7 +267,8 @@ class Worker:
                     clipped = theirs.copy()
                     for lo, hi, which in slices:
                         clipped[lo:hi] = clip[peer][which]
-                for mode, ours, peer_codes in (("nosat", nosat, theirs), ("satfinite", satfinite, clipped)):
+                for mode, ours in ours_by_mode.items():
+                    peer_codes = clipped if mode == "satfinite" else theirs
                     if same(ours, peer_codes):
                         results.append((fmt.name, peer, mode, CHUNK, []))
                         continue
@@ -266,7 +318,7 @@ def decode_check(fmt, decoded):
         d.agree = codes.size - differ.size
         nan_code = fmt.is_nan(codes[differ])
         both_nan = nan_code & ((theirs[differ] & 0x7FFFFFFF) > 0x7F800000)
-        for name, mask in (("NaN code: peer's NaN keeps the code's sign/payload", both_nan),
+        for name, mask in (("NaN code: both NaN, other NaN bits (the peer keeps the code's sign/payload or gives its default NaN)", both_nan),
                            ("other", ~both_nan)):
             if mask.any():
                 i = differ[mask][0]
@@ -278,7 +330,7 @@ def decode_check(fmt, decoded):
 
 def main():
     parser = peers_common.arguments(__doc__.splitlines()[0])
-    parser.add_argument("formats", nargs="*", help=f"formats to sweep, of {sorted(FORMATS)} (default: all four)")
+    parser.add_argument("formats", nargs="*", help=f"formats to sweep, of {sorted(FORMATS)} (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     args = parser.parse_args()
     names = list(dict.fromkeys(args.formats)) or list(FORMATS)
@@ -291,7 +343,7 @@ def main():
         fmt = Format(name)
         finding = {"format": fmt.name, "inputs": 1 << 32,
                    "encode": {f"{peer} {mode}": results[(name, peer, mode)].as_json()
-                              for peer in fmt.peers for mode in ("nosat", "satfinite")},
+                              for peer in fmt.peers for mode in fmt.modes},
                    "decode": decode_check(fmt, fp8lab_decoded(lib, fmt))}
         for key, d in finding["encode"].items():
             if d["agree"] + d["differ"] != 1 << 32:
@@ -299,6 +351,12 @@ def main():
             for cname, c in d["classes"].items():
                 if CLASSES.index(cname) not in ALLOWED:
                     failures.append(f"{fmt.name} encode {key}: {c['count']} differences of class '{cname}', e.g. {c['examples']}")
+        if name == "ue8m0":
+            counted = finding["encode"]["ml_dtypes ceil"]["classes"]
+            for c, expected in UE8M0_COUNTS.items():
+                got = counted.get(CLASSES[c], {"count": 0})["count"]
+                if got != expected:
+                    failures.append(f"ue8m0 encode: {got} inputs of class '{CLASSES[c]}', expected {expected}")
         for peer, d in finding["decode"].items():
             if "other" in d["classes"]:
                 failures.append(f"{fmt.name} decode {peer}: {d['classes']['other']}")

@@ -16,8 +16,10 @@ libraries its users use, at the pinned versions below (tests/peers/requirements.
 def formats_section(findings):
     out = ["## Formats: encode over every FP32 bit pattern (2^32 inputs), decode over every code", "",
            "`nosat`: fp8lab encode(x, nosat) vs the peer's cast of x. `satfinite`: fp8lab encode(x, satfinite) vs the "
-           "peer's cast of clip(x, -max, max) (the peers do not saturate). Every difference is classed; a non-NaN "
-           "class fails the test. For scale: FP32 has 2^23 - 1 = 8388607 NaN bit patterns of each sign. NumPy's "
+           "peer's cast of clip(x, -max, max) (the peers do not saturate; for E2M1/E3M2/E2M3, which have no inf or NaN, "
+           "fp8lab encode<F>(x) vs ml_dtypes' own saturating cast, no clip). `ceil`: UE8M0, fp8lab's round-up encoder "
+           "(the pow2 scale rule) vs ml_dtypes' round-to-nearest cast, each difference checked to be one of the two "
+           "explained classes. Every difference is classed; a non-NaN class that is not explained fails the test. For scale: FP32 has 2^23 - 1 = 8388607 NaN bit patterns of each sign. NumPy's "
            "float16 is a decode peer only: its FP32 -> FP16 cast costs ~115 ns per input that underflows or overflows "
            "(320 s of one core for the sweep), and torch.float16 checks the same cast over every pattern.", "",
            "| format | peer | mode | agree | differ | classes of difference (count; one example input -> fp8lab / peer) |",
@@ -64,7 +66,8 @@ def main():
     for f in findings.values():
         versions.update(f["versions"])
     lines += ["Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())), ""]
-    formats = [findings[k] for k in ("formats_e4m3", "formats_e5m2", "formats_fp16", "formats_bf16") if k in findings]
+    formats = [findings[k] for k in ("formats_e4m3", "formats_e5m2", "formats_fp16", "formats_bf16", "formats_e2m1",
+                                     "formats_e3m2", "formats_e2m3", "formats_ue8m0") if k in findings]
     if formats:
         lines += formats_section(formats) + [""]
     if "gemm_mmasim" in findings:

@@ -11,11 +11,15 @@ namespace fp8lab::test {
 struct TableFormat {
   int exponent_bits, mantissa_bits, bias;
   bool fn;  // E4M3 style: no inf, only S.1111.111 is NaN
+  bool finite_only = false;  // MX element formats: no inf, no NaN, every code a number
 };
 inline constexpr TableFormat kE4M3Table{4, 3, 7, true};
 inline constexpr TableFormat kE5M2Table{5, 2, 15, false};
 inline constexpr TableFormat kFP16Table{5, 10, 15, false};
 inline constexpr TableFormat kBF16Table{8, 7, 127, false};
+inline constexpr TableFormat kE2M1Table{2, 1, 1, true, true};
+inline constexpr TableFormat kE3M2Table{3, 2, 3, true, true};
+inline constexpr TableFormat kE2M3Table{2, 3, 1, true, true};
 
 inline double spec_value(std::uint32_t code, const TableFormat& f) {
   const std::uint32_t fraction = code & ((1u << f.mantissa_bits) - 1u);
@@ -23,9 +27,9 @@ inline double spec_value(std::uint32_t code, const TableFormat& f) {
   const bool negative = (code >> (f.exponent_bits + f.mantissa_bits)) & 1u;
   const std::uint32_t all_ones = (1u << f.exponent_bits) - 1u;
   const double sign = negative ? -1.0 : 1.0;
-  if (f.fn && exponent == all_ones && fraction == (1u << f.mantissa_bits) - 1u)
-    return std::numeric_limits<double>::quiet_NaN();
-  if (!f.fn && exponent == all_ones)
+  const bool specials = !f.finite_only && exponent == all_ones;
+  if (specials && f.fn && fraction == (1u << f.mantissa_bits) - 1u) return std::numeric_limits<double>::quiet_NaN();
+  if (specials && !f.fn)
     return fraction ? std::numeric_limits<double>::quiet_NaN() : sign * std::numeric_limits<double>::infinity();
   const double f_part = static_cast<double>(fraction) / std::ldexp(1.0, f.mantissa_bits);
   if (exponent == 0) return sign * std::ldexp(f_part, 1 - f.bias);

@@ -13,6 +13,8 @@ TEST_CASE("ue8m0: every code decodes to 2^(code - 127), 0xFF is NaN") {
     CHECK(static_cast<double>(ue8m0_decode(static_cast<std::uint8_t>(code))) == std::ldexp(1.0, code - 127));
   }
   CHECK(std::isnan(ue8m0_decode(0xFF)));
+  CHECK(float_bits(ue8m0_decode(0x00)) == 0x00400000u);  // 2^-127: the FP32 subnormal, not zero
+  CHECK(float_bits(ue8m0_decode(0xFE)) == 0x7F000000u);  // 2^127
 }
 
 TEST_CASE("ue8m0: encode rounds up to the next power of two and saturates at the ends") {
