@@ -9,6 +9,7 @@
 #include <random>
 
 #include "kernels/memory_ledger.hpp"
+#include "tests/support/random_train_tensor.hpp"
 #include "kernels/train/backward_ops.hpp"
 #include "kernels/train/forward_ops.hpp"
 
@@ -16,13 +17,6 @@ using namespace fp8lab;
 using namespace fp8lab::train;
 
 namespace {
-
-template <class Real>
-Tensor<Real> random_tensor(MemoryLedger& ledger, std::int64_t rows, std::int64_t cols, std::mt19937_64& rng) {
-  Tensor<Real> t = make_tensor<Real>(ledger, rows, cols, MemoryCategory::workspace);
-  for (std::int64_t i = 0; i < t.size(); ++i) t.data()[i] = static_cast<Real>(static_cast<double>(rng() >> 11) * 0x1p-52 - 1.0);
-  return t;
-}
 
 template <class Real>
 bool same_bits(const Tensor<Real>& a, const Tensor<Real>& b) {
@@ -105,8 +99,8 @@ void check_attention(std::int64_t T, int heads, int kv_heads, int hs) {
   MemoryLedger ledger(&host);
   std::mt19937_64 rng(static_cast<std::uint64_t>(T * 1000 + heads * 10 + kv_heads));
   const std::int64_t kv = static_cast<std::int64_t>(kv_heads) * hs;
-  const Tensor<Real> q = random_tensor<Real>(ledger, T, heads * hs, rng), k = random_tensor<Real>(ledger, T, kv, rng),
-                     v = random_tensor<Real>(ledger, T, kv, rng), d_o = random_tensor<Real>(ledger, T, heads * hs, rng);
+  const Tensor<Real> q = test::random_train_tensor<Real>(ledger, T, heads * hs, rng), k = test::random_train_tensor<Real>(ledger, T, kv, rng),
+                     v = test::random_train_tensor<Real>(ledger, T, kv, rng), d_o = test::random_train_tensor<Real>(ledger, T, heads * hs, rng);
   Tensor<Real> p = make_tensor<Real>(ledger, heads * T, T, MemoryCategory::workspace),
                p_oracle = make_tensor<Real>(ledger, heads * T, T, MemoryCategory::workspace);
   attention_scores(q, k, heads, kv_heads, p);

@@ -8,19 +8,13 @@
 #include <random>
 
 #include "kernels/memory_ledger.hpp"
+#include "tests/support/random_train_tensor.hpp"
 #include "kernels/train/linear_gemm.hpp"
 
 using namespace fp8lab;
 using namespace fp8lab::train;
 
 namespace {
-
-template <class Real>
-Tensor<Real> random_tensor(MemoryLedger& ledger, std::int64_t rows, std::int64_t cols, std::mt19937_64& rng) {
-  Tensor<Real> t = make_tensor<Real>(ledger, rows, cols, MemoryCategory::workspace);
-  for (std::int64_t i = 0; i < t.size(); ++i) t.data()[i] = static_cast<Real>(static_cast<double>(rng() >> 11) * 0x1p-52 - 1.0);
-  return t;
-}
 
 template <class Real>
 bool same_bits(const Tensor<Real>& a, const std::vector<Real>& b) {
@@ -35,11 +29,11 @@ void check_gemms(std::int64_t rows, std::int64_t in, std::int64_t out) {
   std::mt19937_64 rng(static_cast<std::uint64_t>(rows * 10007 + in * 101 + out));
   const GemmPrecision precision = GemmPrecision::plain(sizeof(Real) == 4 ? GemmPrecision::Kind::fp32 : GemmPrecision::Kind::fp64);
   const GemmCall call{ledger, precision, nullptr, nullptr, static_cast<int>(sizeof(Real))};
-  const Tensor<Real> x = random_tensor<Real>(ledger, rows, in, rng), w = random_tensor<Real>(ledger, out, in, rng),
-                     dy = random_tensor<Real>(ledger, rows, out, rng);
+  const Tensor<Real> x = test::random_train_tensor<Real>(ledger, rows, in, rng), w = test::random_train_tensor<Real>(ledger, out, in, rng),
+                     dy = test::random_train_tensor<Real>(ledger, rows, out, rng);
   Tensor<Real> y = make_tensor<Real>(ledger, rows, out, MemoryCategory::workspace);
   Tensor<Real> dx = make_tensor<Real>(ledger, rows, in, MemoryCategory::workspace);
-  Tensor<Real> dw = random_tensor<Real>(ledger, out, in, rng);  // accumulated into
+  Tensor<Real> dw = test::random_train_tensor<Real>(ledger, out, in, rng);  // accumulated into
   std::vector<Real> y_o(static_cast<std::size_t>(rows * out)), dx_o(static_cast<std::size_t>(rows * in)),
       dw_o(dw.data(), dw.data() + dw.size());
   for (std::int64_t i = 0; i < rows; ++i)
