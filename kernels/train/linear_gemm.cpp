@@ -43,11 +43,12 @@ using Vector32 = typename Vector32Of<Real>::type;
 template <class Real>
 constexpr std::int64_t kCols = kVectors * static_cast<std::int64_t>(32 / sizeof(Real));
 
+// Through a reference, not a return value: a 32-byte vector returned by value would change the
+// function's ABI on a build without AVX (x86-64-v2, where GCC warns), though the arithmetic is
+// the same there.
 template <class Real>
-Vector32<Real> load(const Real* p) {
-  Vector32<Real> v;
+void load(Vector32<Real>& v, const Real* p) {
   std::memcpy(&v, p, sizeof v);
-  return v;
 }
 
 template <class Real>
@@ -55,10 +56,13 @@ void nn_block(const Real* a, std::int64_t lda, const Real* b, Real* c, std::int6
   constexpr std::int64_t lanes = 32 / sizeof(Real);
   Vector32<Real> acc[kRows][kVectors];
   for (std::int64_t r = 0; r < kRows; ++r)
-    for (std::int64_t v = 0; v < kVectors; ++v) acc[r][v] = accumulate ? load(c + r * n + v * lanes) : Vector32<Real>{};
+    for (std::int64_t v = 0; v < kVectors; ++v) {
+      acc[r][v] = Vector32<Real>{};
+      if (accumulate) load(acc[r][v], c + r * n + v * lanes);
+    }
   for (std::int64_t p = 0; p < k; ++p) {
     Vector32<Real> bp[kVectors];
-    for (std::int64_t v = 0; v < kVectors; ++v) bp[v] = load(b + p * n + v * lanes);
+    for (std::int64_t v = 0; v < kVectors; ++v) load(bp[v], b + p * n + v * lanes);
     for (std::int64_t r = 0; r < kRows; ++r) {
       const Real arp = a[r * lda + p];
       for (std::int64_t v = 0; v < kVectors; ++v) acc[r][v] += arp * bp[v];
