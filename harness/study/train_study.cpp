@@ -117,9 +117,9 @@ class TrainStudy final : public StudyKind {
     // hold a batch. All before the results file is created.
     const std::string model_field = init_.init == "seeded" ? "model.preset" : "model.checkpoint";
     for (const Point& p : points) {
-      guarded(spec, model_field, [&] { weights(std::stoull(p.at("seed"))); });
-      const LlamaWeights& w = weights(std::stoull(p.at("seed")));
-      guarded(spec, "axes.recipe", [&] { recipe(p.at("recipe"), w).validate(train::config_of(w)); });
+      const LlamaWeights* w = nullptr;
+      guarded(spec, model_field, [&] { w = &weights(std::stoull(p.at("seed"))); });
+      guarded(spec, "axes.recipe", [&] { recipe(p.at("recipe"), *w).validate(train::config_of(*w)); });
     }
     const LlamaWeights& w = weights(std::stoull(points.front().at("seed")));
     if (tokens_ != "sampled") {
@@ -281,23 +281,24 @@ class TrainStudy final : public StudyKind {
     if (!train_stream_.tokens.empty()) return;
     if (tokens_ == "sampled") {  // check_grid made sure the model's vocabulary holds its 512 ids
       const LlamaWeights source = load_llama2c_checkpoint(find_data_file("stories260K/stories260K.bin"), kStories260kSha256);
-      const auto describe = [&](const train::SamplerSettings& s, const std::vector<std::int32_t>& ids) {
+      const auto sampled = [&](const train::SamplerSettings& s) {
+        TokenStream stream;
+        stream.tokens = train::sample_corpus(source, s);
+        stream.sha256 = train::token_sha256(stream.tokens);
         char temperature[32];
         std::snprintf(temperature, sizeof temperature, "%g", s.temperature);
-        return std::to_string(s.count) + " tokens sampled from stories260K at temperature " + temperature + ", seed " +
-               std::to_string(s.seed) + " (corpus sha256 " + train::token_sha256(ids) + ")";
+        stream.source = std::to_string(s.count) + " tokens sampled from stories260K at temperature " + temperature +
+                        ", seed " + std::to_string(s.seed) + " (corpus sha256 " + stream.sha256 + ")";
+        return stream;
       };
-      train_stream_.tokens = train::sample_corpus(source, sampler_);
-      train_stream_.sha256 = train::token_sha256(train_stream_.tokens);
-      train_stream_.source = describe(sampler_, train_stream_.tokens);
-      train::SamplerSettings val = sampler_;
-      val.count = val_sample_tokens_;
-      val.seed = sampler_.seed + 1;
-      TokenStream v;
-      v.tokens = train::sample_corpus(source, val);
-      v.sha256 = train::token_sha256(v.tokens);
-      v.source = describe(val, v.tokens) + " (validation split)";
-      val_stream_ = std::move(v);
+      train_stream_ = sampled(sampler_);
+      if (run_.val_every > 0) {  // the validation split is sampled only when something reads it
+        train::SamplerSettings val = sampler_;
+        val.count = val_sample_tokens_;
+        val.seed = sampler_.seed + 1;
+        val_stream_ = sampled(val);
+        val_stream_->source += " (validation split)";
+      }
       return;
     }
     train_stream_ = train::read_token_file(tokens_, model.config.vocab_size);
