@@ -17,6 +17,8 @@ std::array<char, kPathBytes> g_note{};
 std::array<std::array<char, kPathBytes>, kSlots> g_temporaries{};
 std::array<std::atomic<bool>, kSlots> g_in_use{};
 bool g_terminal = false;  // stderr is a terminal (set before the handlers are installed)
+std::atomic<bool> g_deferring{false};
+std::atomic<int> g_pending{0};  // the deferred signal, 0 when none
 
 void write_text(const char* text) {
   std::size_t left = std::strlen(text);
@@ -28,7 +30,7 @@ void write_text(const char* text) {
   }
 }
 
-extern "C" void on_signal(int signal) {
+[[noreturn]] void stop_now(int signal) {
   for (std::size_t i = 0; i < kSlots; ++i)
     if (g_in_use[i].load()) ::unlink(g_temporaries[i].data());
   // On a terminal the progress line is cleared first, so the message starts a clean line.
@@ -37,6 +39,16 @@ extern "C" void on_signal(int signal) {
   write_text(g_note.data());
   write_text("\n");
   ::_exit(128 + signal);
+}
+
+extern "C" void on_signal(int signal) {
+  if (g_deferring.load() && g_pending.load() == 0) {
+    g_pending.store(signal);
+    write_text(g_terminal ? "\r\x1b[K" : "");
+    write_text("fp8lab: stopping at the end of this step to write a checkpoint (again to stop at once)\n");
+    return;
+  }
+  stop_now(signal);
 }
 
 void copy_bounded(std::array<char, kPathBytes>& to, const std::string& from) {
@@ -55,6 +67,12 @@ void install_interrupt_handlers() {
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
 }
+
+void defer_interrupts(bool on) { g_deferring.store(on); }
+
+bool interrupt_requested() { return g_pending.load() != 0; }
+
+void exit_interrupted() { stop_now(g_pending.load() != 0 ? g_pending.load() : SIGINT); }
 
 void set_interrupt_note(const std::string& note) {
   // Blocked while the buffer changes, so the handler never prints half of it.

@@ -16,4 +16,12 @@ void set_interrupt_note(const std::string& note);
 void register_temporary_file(const std::filesystem::path& file);
 void unregister_temporary_file(const std::filesystem::path& file);
 
+// A command that can stop cleanly at a boundary (a training run at the end of a step, where it
+// writes a checkpoint) defers the first signal while `on`: the handler records it and says it
+// will stop there; the command polls interrupt_requested() and then calls exit_interrupted().
+// A second signal stops at once, as without deferral.
+void defer_interrupts(bool on);
+bool interrupt_requested();
+[[noreturn]] void exit_interrupted();  // as the handler would have: temporaries, the note, 128 + signal
+
 }  // namespace fp8lab

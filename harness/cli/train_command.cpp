@@ -16,10 +16,11 @@ namespace {
 struct TrainFlags {
   std::string recipe = "fp32", init = "stories260K", model = "stories260K", tokens = "sampled", val_tokens, policy = "none",
               moments = "fp32", schedule = "constant", order = "sequential";
-  std::int64_t batch = 4, seq_len = 64, steps = 100, warmup = 0, val_every = 0, val_sequences = 8, sample_tokens = 32768;
+  std::int64_t batch = 4, seq_len = 64, steps = 100, warmup = 0, val_every = 0, val_sequences = 8, sample_tokens = 32768,
+               checkpoint_every = 50;
   double lr = 1e-3, min_lr = 0, weight_decay = 0.01, clip = 0;
   std::uint64_t seed = 1;
-  bool no_decay_norm_gains = false;
+  bool no_decay_norm_gains = false, save_weights = false;
 };
 
 // TOML basic string: quotes and backslashes escaped (paths come from the user).
@@ -61,7 +62,8 @@ std::string spec_text(const TrainFlags& f) {
          "\nweight_decay = " + number(f.weight_decay) + "\nmoments = " + quoted(f.moments) +
          "\ndecay_norm_gains = " + (f.no_decay_norm_gains ? "false" : "true") + "\nclip = " + number(f.clip) +
          "\npolicy = " + quoted(f.policy) + "\nval_every = " + std::to_string(f.val_every) +
-         "\nval_sequences = " + std::to_string(f.val_sequences) + "\n";
+         "\nval_sequences = " + std::to_string(f.val_sequences) + "\ncheckpoint_every = " +
+         std::to_string(f.checkpoint_every) + "\nsave_weights = " + (f.save_weights ? "true" : "false") + "\n";
 }
 
 // The spec's fields as the flags that set them, for error messages.
@@ -73,7 +75,8 @@ const std::map<std::string, std::string> kFlagOf = {
     {"training.lr", "--lr"},             {"training.min_lr", "--min-lr"},   {"training.schedule", "--schedule"},
     {"training.warmup", "--warmup"},     {"training.weight_decay", "--weight-decay"},
     {"training.moments", "--moments"},   {"training.clip", "--clip"},       {"training.policy", "--policy"},
-    {"training.val_every", "--val-every"}, {"training.val_sequences", "--val-sequences"}};
+    {"training.val_every", "--val-every"}, {"training.val_sequences", "--val-sequences"},
+    {"training.checkpoint_every", "--checkpoint-every"}};
 
 // "fp8lab train:6:11: field 'axes.recipe': ..." -> "fp8lab train: --recipe: ..." (the line and
 // column are of the spec the flags became, which the user never saw).
@@ -123,6 +126,11 @@ Command add_train_command(CLI::App& app) {
                           ->capture_default_str();
   CLI::Option* model = sub->add_option("--model", f->model, "Model preset for --init seed:N (stories260K, dim256)")
                            ->capture_default_str();
+  sub->add_option("--checkpoint-every", f->checkpoint_every,
+                  "Checkpoint (OUT.checkpoints/) every N steps; 0: only when interrupted")
+      ->capture_default_str();
+  sub->add_flag("--resume", o->resume, "Continue an interrupted run (the same flags) from its last checkpoint");
+  sub->add_flag("--save-weights", f->save_weights, "Write the final weights to OUT.weights/*.safetensors");
   sub->add_option("-o,--out", o->out, "Results file (.h5)")->required();
   add_threads_option(sub, o->threads);
   sub->add_flag("--quiet", o->quiet, "No progress on stderr");
@@ -149,6 +157,7 @@ Command add_train_command(CLI::App& app) {
             }
             std::printf("%s", report_table(r.file, {}, 1).c_str());
             std::printf("wrote %s\n", r.file.string().c_str());
+            if (f->save_weights) std::printf("final weights in %s.weights/ (.safetensors)\n", r.file.string().c_str());
             return 0;
           }};
 }

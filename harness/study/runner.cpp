@@ -266,7 +266,8 @@ RunSummary run_study_summary(const RunOptions& options) {
   set_interrupt_note(options.spec_text.empty()
                          ? "; " + out.string() + " keeps every finished point and is resumable: " +
                                resume_command(spec, out, options)
-                         : "; the run in progress is lost (training runs have no checkpoints yet): run the command again");
+                         : "; " + out.string() + " is resumable from its last checkpoint: " + command_line() +
+                               (options.resume ? "" : " --resume"));
   Evaluation e;
   try {
     e = evaluate_points(options, grid, *kind, *backend, results);
@@ -317,7 +318,7 @@ Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& 
   double total_cost = 0;
   for (std::int64_t i : todo) total_cost += cost.emplace_back(std::max(kind.point_cost(grid[static_cast<std::size_t>(i)]), 0.0));
   Progress progress(static_cast<std::int64_t>(todo.size()), total_cost, options.quiet);
-  const RunContext context{options.threads, &backend, options.quiet};
+  const RunContext context{options.threads, &backend, options.quiet, results.path(), options.resume};
   const std::vector<ColumnDef> columns = results.columns();
   Evaluation e;
   double cost_done = 0;

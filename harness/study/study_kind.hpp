@@ -3,6 +3,7 @@
 // why), and the computation and metrics of one point. The runner (harness/study/runner)
 // knows nothing else about it, so a new kind is a new file plus one line in study_kinds.cpp.
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <optional>
@@ -52,6 +53,11 @@ struct RunContext {
   int threads = 0;
   Backend* backend = nullptr;  // the one the run selected (--backend)
   bool quiet = false;          // no progress of a long point on stderr (--quiet)
+  // Where a kind whose points run long keeps their checkpoints and side outputs: files named
+  // after the results file (RESULTS.checkpoints/, RESULTS.weights/). resume: this command
+  // completes an interrupted file (--resume), so a point's checkpoint is continued, not ignored.
+  std::filesystem::path results_file;
+  bool resume = false;
 };
 
 // Thrown by evaluate when a point gives no number (an operand not finite in the precision

@@ -11,14 +11,24 @@
 //              temperature, sample_seed (the corpus from the stories260K checkpoint itself,
 //              harness/train/story_sampler.hpp; its validation split is a second sample)
 //   [training] batch, seq_len, steps, lr, schedule, warmup, min_lr, weight_decay, beta1, beta2,
-//              eps, moments, decay_norm_gains, clip, policy, val_every, val_sequences
+//              eps, moments, decay_norm_gains, clip, policy, val_every, val_sequences,
+//              checkpoint_every (steps; 0: only when interrupted), save_weights (bool)
 // Paths are relative to the spec's folder.
+//
+// Checkpoints (harness/train/run_checkpoint.hpp) of a point go to RESULTS.checkpoints/, one file
+// per point, written every checkpoint_every steps and when Ctrl-C / SIGTERM asks the run to stop
+// (at the end of the step in progress). `--resume` continues each unfinished point from its
+// checkpoint; a finished point's checkpoint is removed. save_weights writes each point's final
+// weights to RESULTS.weights/POINT.safetensors (harness/train/weights_file.hpp).
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cmath>
 #include <map>
 
 #include "data/tensor_io/tensor.hpp"
+#include "data/sha256.hpp"
+#include "harness/interrupt.hpp"
 #include "harness/study/integer_axis_value.hpp"
 #include "harness/study/study_kind.hpp"
 #include "harness/train_recipe_toml.hpp"
@@ -26,6 +36,7 @@
 #include "harness/train/step_progress.hpp"
 #include "harness/train/story_sampler.hpp"
 #include "harness/train/training_run.hpp"
+#include "harness/train/weights_file.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/precision_recipe.hpp"
 
@@ -95,6 +106,9 @@ class TrainStudy final : public StudyKind {
     run_.policy = spec.get_string("training.policy", "none");
     run_.val_every = spec.get_int("training.val_every", 0);
     run_.val_sequences = spec.get_int("training.val_sequences", 8);
+    checkpoint_every_ = spec.get_int("training.checkpoint_every", 50);
+    if (checkpoint_every_ < 0) throw spec.error("training.checkpoint_every", "must be >= 0 (0: only when interrupted)");
+    save_weights_ = spec.get_bool("training.save_weights", false);
     if (run_.steps < 1 || run_.steps > 1'000'000) throw spec.error("training.steps", "must be in 1..1000000");
     if (run_.seq_len < 1 || run_.seq_len > 4096) throw spec.error("training.seq_len", "must be in 1..4096");
     if (run_.batch < 1 || run_.batch > 4096) throw spec.error("training.batch", "must be in 1..4096");
@@ -184,10 +198,44 @@ class TrainStudy final : public StudyKind {
     const LlamaWeights& initial = weights(seed);
     c.recipe = recipe(p.at("recipe"), initial);
     streams(initial);
-    train::StepProgress progress("train " + p.at("recipe") + " seed " + p.at("seed"), c.steps, context.quiet);
-    const train::TrainingRunResult r =
-        train::run_training(c, initial, train_stream_, val_stream_ ? &*val_stream_ : nullptr,
-                            [&](std::int64_t step, const train::StepRecord& s) { progress.record(step, s); });
+    const std::string point_name = file_name_of(p);
+    train::Checkpointing checkpointing;
+    std::optional<train::RunCheckpoint> resume_from;
+    if (!context.results_file.empty()) {
+      checkpointing.file = context.results_file.string() + ".checkpoints/" + point_name + ".ckpt";
+      checkpointing.every = checkpoint_every_;
+      checkpointing.identity = "point " + p.key() + "\n" + operand_provenance(p) + "\n" + c.describe();
+      checkpointing.stop_requested = interrupt_requested;
+      if (context.resume && std::filesystem::exists(checkpointing.file)) {
+        as_bad_input([&] {
+          resume_from = train::read_checkpoint(checkpointing.file);
+          train::require_identity(checkpointing.file, *resume_from, checkpointing.identity);
+        });
+        checkpointing.resume_from = &*resume_from;
+      }
+    }
+    const std::int64_t first_step = resume_from ? resume_from->next_step : 0;
+    if (resume_from && !context.quiet)
+      std::fprintf(stderr, "fp8lab: %s: resuming at step %lld of %lld from %s\n", p.key().c_str(),
+                   static_cast<long long>(first_step), static_cast<long long>(c.steps), checkpointing.file.c_str());
+    train::StepProgress progress("train " + p.at("recipe") + " seed " + p.at("seed"), c.steps, context.quiet, first_step);
+    train::TrainingRunResult r;
+    defer_interrupts(!checkpointing.file.empty());
+    as_bad_input([&] {
+      r = train::run_training(c, initial, train_stream_, val_stream_ ? &*val_stream_ : nullptr,
+                              [&](std::int64_t step, const train::StepRecord& s) { progress.record(step, s); }, checkpointing);
+    });
+    defer_interrupts(false);
+    if (r.stopped) exit_interrupted();  // the checkpoint is written; the note says how to resume
+    if (save_weights_)
+      train::write_weights_safetensors(context.results_file.string() + ".weights/" + point_name + ".safetensors",
+                                       r.final_weights, {{"point", p.key()}, {"recipe", c.recipe.name}});
+    if (!checkpointing.file.empty()) {  // the point is done: its checkpoint is no longer needed
+      std::error_code ignored;
+      std::filesystem::remove(checkpointing.file, ignored);
+      std::filesystem::remove(checkpointing.file.string() + ".tmp", ignored);  // one a kill left mid-write
+      std::filesystem::remove(checkpointing.file.parent_path(), ignored);  // only when empty
+    }
     Row row;
     std::map<std::string, std::vector<double>> series;
     for (const train::StepRecord& s : r.steps) {
@@ -261,6 +309,27 @@ class TrainStudy final : public StudyKind {
     }
   }
 
+  // A checkpoint that cannot be read or is another run's is bad input (exit 2), as a spec is.
+  template <class F>
+  static void as_bad_input(F&& f) {
+    try {
+      f();
+    } catch (const train::CheckpointError& e) {
+      throw std::invalid_argument(e.what());
+    }
+  }
+
+  // The point as a file name: its values with anything but [A-Za-z0-9._-] as '_' (a recipe may
+  // be a path), and a hash of its key so that two points never share a name.
+  static std::string file_name_of(const Point& p) {
+    std::string name;
+    for (const auto& [axis, value] : p.values) {
+      if (!name.empty()) name += '_';
+      for (const char ch : axis + "-" + value) name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' ? ch : '_';
+    }
+    return name + "_" + sha256_hex(p.key()).substr(0, 8);
+  }
+
   // A named recipe, or a TOML file relative to the spec (experiments/recipes/); a file's own
   // errors are SpecErrors naming it and its field.
   train::PrecisionRecipe recipe(const std::string& value, const LlamaWeights& model) const {
@@ -310,6 +379,8 @@ class TrainStudy final : public StudyKind {
   train::TrainingRunConfig run_;
   train::SamplerSettings sampler_;
   std::int64_t val_sample_tokens_ = 4096;
+  std::int64_t checkpoint_every_ = 50;
+  bool save_weights_ = false;
   std::string tokens_, val_tokens_;
   mutable std::map<std::uint64_t, LlamaWeights> weights_;
   mutable TokenStream train_stream_;

@@ -5,12 +5,12 @@
 #include <cstdio>
 
 #include "harness/progress.hpp"
-#include "harness/train/training_run.hpp"
+#include "harness/train/training_record.hpp"
 
 namespace fp8lab::train {
 
-StepProgress::StepProgress(std::string what, std::int64_t steps, bool quiet)
-    : what_(std::move(what)), steps_(steps), quiet_(quiet), terminal_(::isatty(STDERR_FILENO) == 1),
+StepProgress::StepProgress(std::string what, std::int64_t steps, bool quiet, std::int64_t first_step)
+    : what_(std::move(what)), steps_(steps), first_step_(first_step), quiet_(quiet), terminal_(::isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()), last_(start_) {}
 
 StepProgress::~StepProgress() {
@@ -33,7 +33,7 @@ void StepProgress::record(std::int64_t step, const StepRecord& r) {
   if (!last && since < (terminal_ ? 0.2 : 10.0)) return;
   last_ = now;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
-  const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(steps_ - step - 1);
+  const double eta = elapsed / static_cast<double>(step + 1 - first_step_) * static_cast<double>(steps_ - step - 1);
   const std::string text = what_ + ": " + line(step + 1, steps_, r.train_loss, r.tokens_per_second, eta);
   if (terminal_) {
     std::fprintf(stderr, "\r\033[K%s", text.substr(0, static_cast<std::size_t>(terminal_width() - 1)).c_str());

@@ -11,7 +11,8 @@ struct StepRecord;
 
 class StepProgress {
  public:
-  StepProgress(std::string what, std::int64_t steps, bool quiet);
+  // first_step: where a resumed run starts (its ETA counts the steps this command runs).
+  StepProgress(std::string what, std::int64_t steps, bool quiet, std::int64_t first_step = 0);
   ~StepProgress();  // ends the live line
   void record(std::int64_t step, const StepRecord& r);
   // "step 12/200 loss 3.4100 1234 tok/s ETA 0:02:10" (the text shown after `what`).
@@ -19,7 +20,7 @@ class StepProgress {
 
  private:
   std::string what_;
-  std::int64_t steps_;
+  std::int64_t steps_, first_step_;
   bool quiet_, terminal_, drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_;
 };

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <span>
 #include <stdexcept>
 
@@ -58,6 +59,81 @@ Sequences run_sequences(const ModelConfig& model, const LlamaWeights& weights, c
   return s;
 }
 
+// What the optimizer carries from step to step: the tensors' names (the engine's order), their
+// AdamW moments, the updates applied so far and the loss scaler.
+struct OptimizerState {
+  LossScaler scaler{LossScalerConfig::pytorch()};
+  std::vector<std::string> names;
+  std::vector<AdamWMoments> moments;
+  std::int64_t updates = 0;
+
+  // The first step sets the tensors up from the gradients; later (and resumed) steps must see
+  // the same tensors.
+  void match(const std::vector<NamedGradient>& gradients, MomentFormat format, const std::filesystem::path& checkpoint) {
+    if (names.empty()) {
+      for (const NamedGradient& g : gradients) {
+        names.push_back(g.name);
+        moments.emplace_back(g.values.size(), format);
+      }
+      return;
+    }
+    bool same = names.size() == gradients.size();
+    for (std::size_t t = 0; same && t < names.size(); ++t)
+      same = names[t] == gradients[t].name && moments[t].size() == gradients[t].values.size();
+    if (!same)
+      throw CheckpointError("checkpoint " + checkpoint.string() + ": field 'tensors': they are not the model's tensors");
+  }
+};
+
+RunCheckpoint snapshot(const std::string& identity, std::int64_t next_step, const std::vector<StepRecord>& records,
+                       LlamaWeights& weights, const OptimizerState& state) {
+  RunCheckpoint c{identity, next_step, state.updates, state.scaler.state(), records, {}};
+  for (std::size_t t = 0; t < state.names.size(); ++t) {
+    TensorState& ts = c.tensors.emplace_back();
+    ts.name = state.names[t];
+    const std::span<const float> w = named_weight_values(weights, ts.name);
+    ts.weights.assign(w.begin(), w.end());
+    const AdamWMoments& m = state.moments[t];
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      ts.m.push_back(m.m(i));
+      ts.v.push_back(m.v(i));
+    }
+  }
+  return c;
+}
+
+// Puts a checkpoint's state in place; returns the step to go on from.
+std::int64_t restore(const RunCheckpoint& c, const std::filesystem::path& file, const TrainingRunConfig& config,
+                     LlamaWeights& weights, OptimizerState& state) {
+  const auto fail = [&](const std::string& field, const std::string& what) {
+    throw CheckpointError("checkpoint " + file.string() + ": field '" + field + "': " + what);
+  };
+  if (c.next_step >= config.steps)
+    fail("next_step", std::to_string(c.next_step) + " steps done; the run has " + std::to_string(config.steps));
+  try {
+    state.scaler = LossScaler(LossScalerConfig::pytorch(), c.scaler);
+  } catch (const std::invalid_argument& e) {
+    fail("scaler", e.what());
+  }
+  state.updates = c.updates;
+  for (const TensorState& t : c.tensors) {
+    std::span<float> w;
+    try {
+      w = named_weight_values(weights, t.name);
+    } catch (const std::invalid_argument& e) {
+      fail("tensors", e.what());
+    }
+    if (w.size() != t.weights.size())
+      fail("tensors", t.name + " holds " + std::to_string(t.weights.size()) + " values; the model's has " +
+                          std::to_string(w.size()));
+    std::copy(t.weights.begin(), t.weights.end(), w.begin());
+    state.names.push_back(t.name);
+    AdamWMoments& m = state.moments.emplace_back(t.weights.size(), config.adamw.moments);
+    for (std::size_t i = 0; i < m.size(); ++i) m.set(i, t.m[i], t.v[i]);
+  }
+  return c.next_step;
+}
+
 }  // namespace
 
 void TrainingRunConfig::validate() const {
@@ -72,8 +148,26 @@ void TrainingRunConfig::validate() const {
   adamw.validate();
 }
 
+std::string TrainingRunConfig::describe() const {
+  std::ostringstream s;
+  s.precision(17);
+  s << "recipe = " << recipe.name << "\nfprop = " << recipe.fprop.describe() << "\ndgrad = " << recipe.dgrad.describe()
+    << "\nwgrad = " << recipe.wgrad.describe() << "\n";
+  for (const LayerOverride& o : recipe.overrides)
+    for (const auto& [kind, g] : {std::pair{"fprop", &o.fprop}, {"dgrad", &o.dgrad}, {"wgrad", &o.wgrad}})
+      if (*g) s << "override " << o.layer << " " << kind << " = " << (*g)->describe() << "\n";
+  s << "policy = " << policy << "\nbatch = " << batch << "\nseq_len = " << seq_len << "\nsteps = " << steps
+    << "\norder = " << (order == BatchOrder::sequential ? "sequential" : "shuffled") << "\ndata_seed = " << data_seed
+    << "\nschedule = " << lr_schedule_name(schedule.kind) << " lr " << schedule.lr << " min_lr " << schedule.min_lr
+    << " warmup " << schedule.warmup << "\nadamw = beta1 " << adamw.beta1 << " beta2 " << adamw.beta2 << " eps "
+    << adamw.eps << " weight_decay " << adamw.weight_decay << " moments " << moment_format_name(adamw.moments)
+    << "\ndecay_norm_gains = " << decay_norm_gains << "\nclip = " << clip << "\nval_every = " << val_every
+    << "\nval_sequences = " << val_sequences << "\n";
+  return s.str();
+}
+
 TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeights& initial, const TokenStream& train,
-                               const TokenStream* validation, const StepObserver& observer) {
+                               const TokenStream* validation, const StepObserver& observer, const Checkpointing& checkpointing) {
   config.validate();
   const ModelConfig model = config_of(initial);
   const PrecisionRecipe& recipe = config.recipe;
@@ -94,16 +188,19 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
   HostAllocator host;
   MemoryLedger ledger(&host);
   FoundInfFlag found_inf(ledger);
-  LossScaler scaler(LossScalerConfig::pytorch());
-  std::vector<std::string> names;
-  std::vector<AdamWMoments> moments;
-  std::int64_t updates = 0;
+  OptimizerState state;
+  std::int64_t first_step = 0;
+  if (const RunCheckpoint* c = checkpointing.resume_from) {
+    first_step = restore(*c, checkpointing.file, config, weights, state);
+    result.steps = c->records;
+    result.resumed_at_step = first_step;
+  }
 
-  for (std::int64_t step = 0; step < config.steps; ++step) {
+  for (std::int64_t step = first_step; step < config.steps; ++step) {
     const auto begin = std::chrono::steady_clock::now();
     StepRecord record;
     record.lr = config.schedule.at(step);
-    record.loss_scale = loss_scaling ? scaler.scale() : 1.0;
+    record.loss_scale = loss_scaling ? state.scaler.scale() : 1.0;
     std::vector<std::int64_t> starts;
     for (std::int64_t i = 0; i < config.batch; ++i) starts.push_back(schedule.start(step, i));
     Sequences s = run_sequences(model, weights, train.tokens, starts, config.seq_len, record.loss_scale, recipe, policy,
@@ -117,18 +214,12 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
       for (std::size_t i = 0; i < mean.size(); ++i)
         mean[i] = static_cast<float>(g.values[i] / static_cast<double>(config.batch));
     }
-    if (names.empty()) {
-      for (const NamedGradient& g : s.gradient_sums) {
-        names.push_back(g.name);
-        moments.emplace_back(g.values.size(), config.adamw.moments);
-        result.parameters += g.values.size();
-      }
-    }
+    state.match(s.gradient_sums, config.adamw.moments, checkpointing.file);
     bool overflow = false;
     if (loss_scaling) {
       std::vector<std::span<float>> spans(gradients.begin(), gradients.end());
       *found_inf.data() = 0.0f;
-      cpu::check_finite_and_unscale(spans, scaler.inverse_scale(), found_inf.data());
+      cpu::check_finite_and_unscale(spans, state.scaler.inverse_scale(), found_inf.data());
       overflow = *found_inf.data() != 0.0f;
     }
     double squares = 0;
@@ -137,7 +228,7 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
     record.grad_norm = std::sqrt(squares);
     record.diverged = !std::isfinite(record.train_loss) || (!loss_scaling && !std::isfinite(record.grad_norm));
     // The scaler counts a step clean only when it is: an overflow or a non-finite loss backs off.
-    if (loss_scaling) record.skipped = scaler.update(overflow || record.diverged);
+    if (loss_scaling) record.skipped = state.scaler.update(overflow || record.diverged);
     if (record.diverged) record.skipped = true;
     if (!record.skipped) {
       if (config.clip > 0 && record.grad_norm > config.clip) {
@@ -145,10 +236,11 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
         for (std::vector<float>& g : gradients)
           for (float& v : g) v *= coefficient;
       }
-      ++updates;
-      for (std::size_t t = 0; t < names.size(); ++t) {
-        const double decay = !config.decay_norm_gains && is_norm_gain(names[t]) ? 0.0 : config.adamw.weight_decay;
-        adamw_update(named_weight_values(weights, names[t]), gradients[t], moments[t], config.adamw, updates, record.lr, decay);
+      ++state.updates;
+      for (std::size_t t = 0; t < state.names.size(); ++t) {
+        const double decay = !config.decay_norm_gains && is_norm_gain(state.names[t]) ? 0.0 : config.adamw.weight_decay;
+        adamw_update(named_weight_values(weights, state.names[t]), gradients[t], state.moments[t], config.adamw,
+                     state.updates, record.lr, decay);
       }
     }
     record.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
@@ -162,9 +254,18 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
                         static_cast<double>(val_starts.size());
     result.steps.push_back(record);
     if (observer) observer(step, record);
+    if (last || checkpointing.file.empty()) continue;
+    const bool stop = checkpointing.stop_requested && checkpointing.stop_requested();
+    if (stop || (checkpointing.every > 0 && (step + 1) % checkpointing.every == 0))
+      write_checkpoint(checkpointing.file, snapshot(checkpointing.identity, step + 1, result.steps, weights, state));
+    if (stop) {
+      result.stopped = true;
+      return result;
+    }
   }
+  for (const std::string& name : state.names) result.parameters += named_weight_values(weights, name).size();
   result.master_weight_bytes = 4 * result.parameters;
-  for (const AdamWMoments& m : moments) result.optimizer_state_bytes += m.bytes();
+  for (const AdamWMoments& m : state.moments) result.optimizer_state_bytes += m.bytes();
   result.gradient_accumulator_bytes = (4 + 8) * result.parameters;
   std::size_t step_peak = 0;
   for (const StepRecord& r : result.steps) step_peak = std::max(step_peak, r.step_peak_bytes);

@@ -22,6 +22,7 @@
 // Everything is in a fixed order, so the same inputs give the same bits at any thread count
 // (the engine's own guarantee).
 #include <chrono>
+#include <filesystem>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -32,6 +33,8 @@
 #include "harness/train/adamw.hpp"
 #include "harness/train/batch_order.hpp"
 #include "harness/train/lr_schedule.hpp"
+#include "harness/train/run_checkpoint.hpp"
+#include "harness/train/training_record.hpp"
 #include "harness/train/token_file.hpp"
 #include "kernels/train/precision_recipe.hpp"
 
@@ -55,15 +58,9 @@ struct TrainingRunConfig {
 
   // Throws std::invalid_argument naming the field (the caller adds the file or flag).
   void validate() const;
-};
-
-struct StepRecord {
-  double train_loss = 0, val_loss = 0;  // val_loss NaN where not evaluated
-  double grad_norm = 0, lr = 0, loss_scale = 1;
-  bool skipped = false;   // the update was not applied (overflow under loss scaling, or divergence)
-  bool diverged = false;  // loss or gradient not finite
-  double step_seconds = 0, tokens_per_second = 0;
-  std::size_t step_peak_bytes = 0;  // the engine's ledger peak over the step's sequences
+  // Every field that shapes the curve, one "name = value" per line (doubles in 17 digits):
+  // part of a checkpoint's identity.
+  std::string describe() const;
 };
 
 struct TrainingRunResult {
@@ -74,6 +71,20 @@ struct TrainingRunResult {
   std::size_t optimizer_state_bytes = 0;      // the two moments, in their format
   std::size_t gradient_accumulator_bytes = 0; // the FP32 mean gradient (the double sums counted too)
   std::size_t peak_bytes = 0;                 // max step peak + the three above
+  std::int64_t resumed_at_step = 0;           // the first step this call computed (0: a fresh run)
+  bool stopped = false;                       // stop_requested ended it early, a checkpoint written
+};
+
+// Checkpoints of a run (harness/train/run_checkpoint.hpp). With a file, one is written after
+// every `every`-th step (0: never on schedule) and whenever stop_requested() returns true after
+// a step (Ctrl-C): the run then returns early with `stopped` set. A run given resume_from skips
+// the steps it holds and continues from its state; its result is the whole run's.
+struct Checkpointing {
+  std::filesystem::path file;
+  std::int64_t every = 0;
+  std::string identity;  // what the run is (spec, point, inputs); checked on resume by the caller
+  const RunCheckpoint* resume_from = nullptr;
+  std::function<bool()> stop_requested;
 };
 
 // Called after every step with (step index, its record), e.g. for progress.
@@ -81,7 +92,10 @@ using StepObserver = std::function<void(std::int64_t, const StepRecord&)>;
 
 // Throws std::invalid_argument for a bad config, a recipe the model cannot run, or a stream
 // too short for one batch (naming the field).
+// A checkpoint whose tensors do not match the model, or that holds more steps than the run,
+// throws CheckpointError naming the field.
 TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeights& initial, const TokenStream& train,
-                               const TokenStream* validation, const StepObserver& observer = {});
+                               const TokenStream* validation, const StepObserver& observer = {},
+                               const Checkpointing& checkpointing = {});
 
 }  // namespace fp8lab::train

@@ -25,6 +25,10 @@ std::span<float> named_weight_values(LlamaWeights& w, const std::string& name) {
   return std::span<float>(*all).subspan(static_cast<std::size_t>(layer) * per_layer, per_layer);
 }
 
+std::span<const float> named_weight_values(const LlamaWeights& w, const std::string& name) {
+  return named_weight_values(const_cast<LlamaWeights&>(w), name);  // the same slice, only read
+}
+
 void sgd_step(LlamaWeights& weights, const std::string& name, std::span<const float> gradient, float learning_rate) {
   const std::span<float> w = named_weight_values(weights, name);
   if (w.size() != gradient.size())

@@ -13,6 +13,7 @@ namespace fp8lab::train {
 // The values of tensor `name` (as ModelWeights::for_each names it: "embedding", "L3.wq",
 // "rms_final", ...) inside the checkpoint's arrays; throws std::invalid_argument for an unknown name.
 std::span<float> named_weight_values(LlamaWeights& weights, const std::string& name);
+std::span<const float> named_weight_values(const LlamaWeights& weights, const std::string& name);
 
 // Throws std::invalid_argument for an unknown name or a gradient of the wrong size.
 void sgd_step(LlamaWeights& weights, const std::string& name, std::span<const float> gradient, float learning_rate);

@@ -124,5 +124,67 @@ assert "seeded init of dim256" in str(d.operands.values)
 PY
 }
 
+# Checkpoints: a run killed with SIGKILL, or stopped with SIGINT (which finishes the step, writes a
+# checkpoint and says how to resume), continues with --resume to the uninterrupted run's curve,
+# bit for bit (fp16: the loss scaler's state travels too). A damaged checkpoint and a resume with
+# other flags are refused in one line; --save-weights writes the final weights as .safetensors.
+case_resume() {
+  make_tokens
+  local run=(--tokens "$work/u16.npy" --steps 200 --batch 2 --seq-len 16 --recipe fp16 --lr 3e-3)
+  expect_exit 0 "$fp8lab" train "${run[@]}" --checkpoint-every 50 -o "$work/full.h5" --quiet --save-weights
+  # started ARGS...: the run in the background; waits until its first checkpoint exists.
+  started() {
+    "$fp8lab" train "$@" >"$work/bg.out" 2>"$work/bg.err" &
+    pid=$!
+    for _ in $(seq 1200); do compgen -G "$work/$out.checkpoints/*.ckpt" >/dev/null && return; sleep 0.05; done
+    fail "no checkpoint appeared: $(cat "$work/bg.err")"
+  }
+  out=killed.h5
+  started "${run[@]}" --checkpoint-every 5 -o "$work/killed.h5" --quiet
+  kill -KILL "$pid"
+  set +e; wait "$pid"; local code=$?; set -e
+  [[ $code == 137 ]] || fail "the run was not killed (exit $code): it finished before the test could kill it"
+  expect_exit 0 "$fp8lab" train "${run[@]}" --checkpoint-every 5 -o "$work/killed.h5" --resume
+  grep -q "resuming at step" "$work/err" || fail "the resumed run did not say where it resumed: $(cat "$work/err")"
+  [[ ! -e "$work/killed.h5.checkpoints" ]] || fail "a finished run left its checkpoints"
+
+  out=stopped.h5
+  started "${run[@]}" --checkpoint-every 50 -o "$work/stopped.h5" --quiet
+  kill -INT "$pid"
+  set +e; wait "$pid"; code=$?; set -e
+  [[ $code == 130 ]] || fail "SIGINT: exit $code, want 130"
+  grep -q -- "--resume" "$work/bg.err" || fail "SIGINT did not say how to resume: $(cat "$work/bg.err")"
+  grep -q "write a checkpoint" "$work/bg.err" || fail "SIGINT did not say it writes a checkpoint: $(cat "$work/bg.err")"
+  # Refused: other flags (another spec), then a damaged checkpoint; the results file stays.
+  expect_one_line_error "different spec" "$fp8lab" train "${run[@]}" --weight-decay 0.05 --checkpoint-every 50 -o "$work/stopped.h5" --resume
+  local ckpt
+  ckpt=$(compgen -G "$work/stopped.h5.checkpoints/*.ckpt")
+  cp "$ckpt" "$work/good.ckpt"
+  head -c 1000 "$work/good.ckpt" >"$ckpt"
+  expect_one_line_error "field 'sha256'" "$fp8lab" train "${run[@]}" --checkpoint-every 50 -o "$work/stopped.h5" --resume --quiet
+  grep -qF "$ckpt" "$work/err" || fail "the error does not name the checkpoint: $(cat "$work/err")"
+  [[ -e "$work/stopped.h5" ]] || fail "a refused resume removed the results file"
+  cp "$work/good.ckpt" "$ckpt"
+  expect_exit 0 "$fp8lab" train "${run[@]}" --checkpoint-every 50 -o "$work/stopped.h5" --resume --quiet
+
+  "$py" - "$work" <<'PY' || fail "resumed curves differ from the uninterrupted one"
+import sys, json, struct, numpy as np, xarray as xr, glob
+w = sys.argv[1]
+full = xr.open_dataset(f"{w}/full.h5", engine="h5netcdf")
+for name in ("killed", "stopped"):
+    other = xr.open_dataset(f"{w}/{name}.h5", engine="h5netcdf")
+    for v in ("train_loss", "grad_norm", "loss_scale", "skipped", "learning_rate", "step_peak_bytes"):
+        assert np.array_equal(full[v].values, other[v].values), (name, v)
+# The final weights: a safetensors header naming every tensor, shaped as the engine's.
+(path,) = glob.glob(f"{w}/full.h5.weights/*.safetensors")
+raw = open(path, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+assert header["embedding"]["shape"] == [512, 64] and header["embedding"]["dtype"] == "F32", header["embedding"]
+assert header["L0.w1"]["shape"] == [172, 64] and header["__metadata__"]["n_layers"] == "5", header["__metadata__"]
+assert len(raw) == 8 + n + header["rms_final"]["data_offsets"][1]
+PY
+}
+
 "case_$case_name"
 echo "PASS [$case_name]"

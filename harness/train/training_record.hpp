@@ -1,0 +1,23 @@
+#pragma once
+// What a training run records for each step, and its flat form for checkpoints.
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace fp8lab::train {
+
+struct StepRecord {
+  double train_loss = 0, val_loss = 0;  // val_loss NaN where not evaluated
+  double grad_norm = 0, lr = 0, loss_scale = 1;
+  bool skipped = false;   // the update was not applied (overflow under loss scaling, or divergence)
+  bool diverged = false;  // loss or gradient not finite
+  double step_seconds = 0, tokens_per_second = 0;
+  std::size_t step_peak_bytes = 0;  // the engine's ledger peak over the step's sequences
+};
+
+// Every field as a double, in declaration order (flags as 0/1, bytes exact below 2^53), and back.
+inline constexpr std::size_t kStepRecordFields = 10;
+std::vector<double> step_record_fields(const StepRecord& record);
+StepRecord step_record_from_fields(std::span<const double> fields);  // fields.size() == kStepRecordFields
+
+}  // namespace fp8lab::train
