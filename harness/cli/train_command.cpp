@@ -17,7 +17,7 @@ struct TrainFlags {
   std::string recipe = "fp32", init = "stories260K", model = "stories260K", tokens = "sampled", val_tokens, policy = "none",
               moments = "fp32", schedule = "constant", order = "sequential";
   std::int64_t batch = 4, seq_len = 64, steps = 100, warmup = 0, val_every = 0, val_sequences = 8, sample_tokens = 32768,
-               checkpoint_every = 50;
+               checkpoint_every = 50, stats_every = 10;
   double lr = 1e-3, min_lr = 0, weight_decay = 0.01, clip = 0;
   std::uint64_t seed = 1;
   bool no_decay_norm_gains = false, save_weights = false;
@@ -63,7 +63,8 @@ std::string spec_text(const TrainFlags& f) {
          "\ndecay_norm_gains = " + (f.no_decay_norm_gains ? "false" : "true") + "\nclip = " + number(f.clip) +
          "\npolicy = " + quoted(f.policy) + "\nval_every = " + std::to_string(f.val_every) +
          "\nval_sequences = " + std::to_string(f.val_sequences) + "\ncheckpoint_every = " +
-         std::to_string(f.checkpoint_every) + "\nsave_weights = " + (f.save_weights ? "true" : "false") + "\n";
+         std::to_string(f.checkpoint_every) + "\nsave_weights = " + (f.save_weights ? "true" : "false") + "\nstats_every = " +
+         std::to_string(f.stats_every) + "\n";
 }
 
 // The spec's fields as the flags that set them, for error messages.
@@ -76,7 +77,7 @@ const std::map<std::string, std::string> kFlagOf = {
     {"training.warmup", "--warmup"},     {"training.weight_decay", "--weight-decay"},
     {"training.moments", "--moments"},   {"training.clip", "--clip"},       {"training.policy", "--policy"},
     {"training.val_every", "--val-every"}, {"training.val_sequences", "--val-sequences"},
-    {"training.checkpoint_every", "--checkpoint-every"}};
+    {"training.checkpoint_every", "--checkpoint-every"}, {"training.stats_every", "--stats-every"}};
 
 // "fp8lab train:6:11: field 'axes.recipe': ..." -> "fp8lab train: --recipe: ..." (the line and
 // column are of the spec the flags became, which the user never saw).
@@ -128,6 +129,9 @@ Command add_train_command(CLI::App& app) {
                            ->capture_default_str();
   sub->add_option("--checkpoint-every", f->checkpoint_every,
                   "Checkpoint (OUT.checkpoints/) every N steps; 0: only when interrupted")
+      ->capture_default_str();
+  sub->add_option("--stats-every", f->stats_every,
+                  "FP8 operand SQNR / saturated / flushed on step 0, every N steps and the last (0: never)")
       ->capture_default_str();
   sub->add_flag("--resume", o->resume, "Continue an interrupted run (the same flags) from its last checkpoint");
   sub->add_flag("--save-weights", f->save_weights, "Write the final weights to OUT.weights/*.safetensors");

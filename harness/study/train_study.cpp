@@ -12,7 +12,8 @@
 //              harness/train/story_sampler.hpp; its validation split is a second sample)
 //   [training] batch, seq_len, steps, lr, schedule, warmup, min_lr, weight_decay, beta1, beta2,
 //              eps, moments, decay_norm_gains, clip, policy, val_every, val_sequences,
-//              checkpoint_every (steps; 0: only when interrupted), save_weights (bool)
+//              checkpoint_every (steps; 0: only when interrupted), save_weights (bool),
+//              stats_every (FP8 operand statistics on step 0, every N-th step and the last; 0: never)
 // Paths are relative to the spec's folder.
 //
 // Checkpoints (harness/train/run_checkpoint.hpp) of a point go to RESULTS.checkpoints/, one file
@@ -24,6 +25,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "data/tensor_io/tensor.hpp"
@@ -36,6 +38,7 @@
 #include "harness/train/step_progress.hpp"
 #include "harness/train/story_sampler.hpp"
 #include "harness/train/training_run.hpp"
+#include "harness/study/train_operand_columns.hpp"
 #include "harness/train/weights_file.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/precision_recipe.hpp"
@@ -106,6 +109,7 @@ class TrainStudy final : public StudyKind {
     run_.policy = spec.get_string("training.policy", "none");
     run_.val_every = spec.get_int("training.val_every", 0);
     run_.val_sequences = spec.get_int("training.val_sequences", 8);
+    run_.stats_every = spec.get_int("training.stats_every", 10);
     checkpoint_every_ = spec.get_int("training.checkpoint_every", 50);
     if (checkpoint_every_ < 0) throw spec.error("training.checkpoint_every", "must be >= 0 (0: only when interrupted)");
     save_weights_ = spec.get_bool("training.save_weights", false);
@@ -136,6 +140,7 @@ class TrainStudy final : public StudyKind {
       guarded(spec, "axes.recipe", [&] { recipe(p.at("recipe"), *w).validate(train::config_of(*w)); });
     }
     const LlamaWeights& w = weights(std::stoull(points.front().at("seed")));
+    model_layers_ = w.config.n_layers;
     if (tokens_ != "sampled") {
       const int vocab = w.config.vocab_size;
       guarded(spec, "data.tokens", [&] { train_stream_ = train::read_token_file(tokens_, vocab); });
@@ -164,7 +169,7 @@ class TrainStudy final : public StudyKind {
 
   std::optional<std::string> skip_reason(const Point&, const Backend&) const override { return std::nullopt; }
 
-  std::vector<ColumnDef> result_columns() const override {
+  std::vector<ColumnDef> scalar_and_curve_columns() const {
     using T = ColumnDef::Type;
     ExtraDimension step{"step", "training step (0-based)", "1", {}, {}};
     for (std::int64_t s = 0; s < run_.steps; ++s) step.numbers.push_back(s);
@@ -178,6 +183,8 @@ class TrainStudy final : public StudyKind {
             {"step_seconds", T::f64, "s", "wall time of the step", step},
             {"tokens_per_second", T::f64, "1/s", "training tokens (batch x seq_len) per second of the step", step},
             {"step_peak_bytes", T::f64, "byte", "the engine ledger's peak over the step's sequences", step},
+            // FP8 operand statistics (harness/train/training_record.hpp), NaN where not sampled
+            // or where the recipe runs no FP8 GEMM of the kind.
             {"final_train_loss", T::f64, "nat", "training loss of the last step"},
             {"final_val_loss", T::f64, "nat", "validation loss after the last step (NaN without validation)"},
             {"steps_skipped", T::i64, "1", "updates not applied"},
@@ -187,6 +194,14 @@ class TrainStudy final : public StudyKind {
             {"optimizer_state_bytes", T::i64, "byte", "AdamW moments in their storage format"},
             {"median_tokens_per_second", T::f64, "1/s", "median over the steps"},
             {"train_tokens", T::str, "", "the training token stream and its sha256"}};
+  }
+
+  std::vector<ColumnDef> result_columns() const override {
+    std::vector<ColumnDef> columns = scalar_and_curve_columns();
+    ExtraDimension step{"step", "training step (0-based)", "1", {}, {}};
+    for (std::int64_t s = 0; s < run_.steps; ++s) step.numbers.push_back(s);
+    for (ColumnDef& c : operand_stats_columns(step, model_layers_)) columns.push_back(std::move(c));
+    return columns;
   }
 
   Row skipped_row(const Point&) const override { return {}; }
@@ -250,6 +265,7 @@ class TrainStudy final : public StudyKind {
       series["tokens_per_second"].push_back(s.tokens_per_second);
       series["step_peak_bytes"].push_back(static_cast<double>(s.step_peak_bytes));
     }
+    add_operand_stats(r.steps, model_layers_, row);
     std::int64_t skipped = 0, diverged = 0;
     for (const train::StepRecord& s : r.steps) skipped += s.skipped, diverged += s.diverged;
     std::vector<double> rates = series["tokens_per_second"];
@@ -380,6 +396,7 @@ class TrainStudy final : public StudyKind {
   train::SamplerSettings sampler_;
   std::int64_t val_sample_tokens_ = 4096;
   std::int64_t checkpoint_every_ = 50;
+  mutable int model_layers_ = 0;  // of the model every point trains (check_grid)
   bool save_weights_ = false;
   std::string tokens_, val_tokens_;
   mutable std::map<std::uint64_t, LlamaWeights> weights_;

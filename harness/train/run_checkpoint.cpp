@@ -117,8 +117,21 @@ void write_checkpoint(const std::filesystem::path& file, const RunCheckpoint& c)
   w.scalar(c.updates);
   w.text(c.scaler.to_string());
   w.scalar<std::uint64_t>(c.records.size());
-  for (const StepRecord& r : c.records)
+  for (const StepRecord& r : c.records) {
     for (const double f : step_record_fields(r)) w.scalar(f);
+    w.scalar<std::uint64_t>(r.operand_stats.size());
+    for (const GemmOperandTally& t : r.operand_stats) {
+      w.text(t.layer);
+      w.scalar(static_cast<std::uint8_t>(t.kind));
+      for (const OperandTally* o : {&t.a, &t.b}) {
+        w.scalar(o->signal);
+        w.scalar(o->noise);
+        w.scalar(o->elements);
+        w.scalar(o->saturated);
+        w.scalar(o->flushed);
+      }
+    }
+  }
   w.scalar<std::uint64_t>(c.tensors.size());
   for (const TensorState& t : c.tensors) {
     if (t.m.size() != t.weights.size() || t.v.size() != t.weights.size())
@@ -184,7 +197,23 @@ RunCheckpoint read_checkpoint(const std::filesystem::path& file) {
   for (std::uint64_t i = 0; i < records; ++i) {
     std::array<double, kStepRecordFields> fields{};
     for (double& f : fields) f = r.scalar<double>("records");
-    c.records.push_back(step_record_from_fields(fields));
+    StepRecord& record = c.records.emplace_back(step_record_from_fields(fields));
+    const auto tallies = r.scalar<std::uint64_t>("records.operand_stats");
+    if (tallies > r.left()) fail("records.operand_stats", "the file ends early (truncated)");
+    for (std::uint64_t t = 0; t < tallies; ++t) {
+      GemmOperandTally& tally = record.operand_stats.emplace_back();
+      tally.layer = r.text("records.operand_stats.layer", 256);
+      const auto kind = r.scalar<std::uint8_t>("records.operand_stats.kind");
+      if (kind > static_cast<std::uint8_t>(GemmKind::wgrad)) fail("records.operand_stats.kind", "not a GEMM kind");
+      tally.kind = static_cast<GemmKind>(kind);
+      for (OperandTally* o : {&tally.a, &tally.b}) {
+        o->signal = r.scalar<double>("records.operand_stats");
+        o->noise = r.scalar<double>("records.operand_stats");
+        o->elements = r.scalar<std::int64_t>("records.operand_stats");
+        o->saturated = r.scalar<std::int64_t>("records.operand_stats");
+        o->flushed = r.scalar<std::int64_t>("records.operand_stats");
+      }
+    }
   }
   const auto tensors = r.scalar<std::uint64_t>("tensors");
   for (std::uint64_t i = 0; i < tensors; ++i) {

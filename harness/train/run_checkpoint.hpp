@@ -11,7 +11,8 @@
 //
 // File layout (little-endian, written by this project only, so no foreign reader to serve):
 //   "FP8LABCK" u32 version | str identity | i64 next_step, updates | str scaler_state |
-//   u64 records, each 11 x f64 | u64 tensors, each: str name, u64 count, f32[count] weights,
+//   u64 records, each: 10 x f64, u64 tallies, each: str layer, u8 kind, 2 x (2 x f64, 3 x i64) |
+//   u64 tensors, each: str name, u64 count, f32[count] weights,
 //   f32[count] m, f32[count] v | the SHA-256 (32 bytes) of everything before it.
 // str = u64 length + bytes. The trailing hash turns a truncated or damaged file into an error
 // rather than a silently different run.

@@ -39,12 +39,13 @@ struct Sequences {
 Sequences run_sequences(const ModelConfig& model, const LlamaWeights& weights, const std::vector<std::int32_t>& stream,
                         const std::vector<std::int64_t>& starts, std::int64_t seq_len, double loss_scale,
                         const PrecisionRecipe& recipe, const ActivationPolicy& policy, MemoryLedger& ledger,
-                        bool keep_gradients) {
+                        bool keep_gradients, Fp8OperandStats* operand_stats = nullptr) {
   Sequences s;
   for (const std::int64_t start : starts) {
     const auto first = stream.begin() + static_cast<std::ptrdiff_t>(start);
     StepInput input{model, &weights, std::vector<int>(first, first + static_cast<std::ptrdiff_t>(seq_len + 1))};
     input.loss_scale = loss_scale;
+    input.operand_stats = operand_stats;
     StepResult r = run_training_step(input, recipe, policy, ledger);
     s.loss_sum += r.report.loss;
     s.peak_bytes = std::max(s.peak_bytes, r.report.peak_bytes_total);
@@ -143,6 +144,7 @@ void TrainingRunConfig::validate() const {
   if (!std::isfinite(clip) || clip < 0) throw std::invalid_argument("clip: must be finite and >= 0 (0: no clipping)");
   if (val_every < 0) throw std::invalid_argument("val_every: must be >= 0 (0: never)");
   if (val_sequences < 1) throw std::invalid_argument("val_sequences: must be >= 1");
+  if (stats_every < 0) throw std::invalid_argument("stats_every: must be >= 0 (0: never)");
   if (schedule.steps != steps) throw std::logic_error("schedule.steps differs from steps");
   schedule.validate();
   adamw.validate();
@@ -162,7 +164,7 @@ std::string TrainingRunConfig::describe() const {
     << " warmup " << schedule.warmup << "\nadamw = beta1 " << adamw.beta1 << " beta2 " << adamw.beta2 << " eps "
     << adamw.eps << " weight_decay " << adamw.weight_decay << " moments " << moment_format_name(adamw.moments)
     << "\ndecay_norm_gains = " << decay_norm_gains << "\nclip = " << clip << "\nval_every = " << val_every
-    << "\nval_sequences = " << val_sequences << "\n";
+    << "\nval_sequences = " << val_sequences << "\nstats_every = " << stats_every << "\n";
   return s.str();
 }
 
@@ -203,8 +205,12 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
     record.loss_scale = loss_scaling ? state.scaler.scale() : 1.0;
     std::vector<std::int64_t> starts;
     for (std::int64_t i = 0; i < config.batch; ++i) starts.push_back(schedule.start(step, i));
+    const bool last = step + 1 == config.steps;
+    const bool sample_stats = config.stats_every > 0 && (step % config.stats_every == 0 || last);
+    Fp8OperandStats stats;
     Sequences s = run_sequences(model, weights, train.tokens, starts, config.seq_len, record.loss_scale, recipe, policy,
-                                ledger, /*keep_gradients=*/true);
+                                ledger, /*keep_gradients=*/true, sample_stats ? &stats : nullptr);
+    record.operand_stats = stats.entries();
     record.train_loss = s.loss_sum / static_cast<double>(config.batch);
     record.step_peak_bytes = s.peak_bytes;
 
@@ -245,7 +251,6 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
     }
     record.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     record.tokens_per_second = static_cast<double>(config.batch * config.seq_len) / record.step_seconds;
-    const bool last = step + 1 == config.steps;
     record.val_loss = std::numeric_limits<double>::quiet_NaN();
     if (!val_starts.empty() && ((step + 1) % config.val_every == 0 || last))
       record.val_loss = run_sequences(model, weights, validation->tokens, val_starts, config.seq_len, 1.0, recipe, policy,

@@ -55,6 +55,10 @@ struct TrainingRunConfig {
   // no forward-only entry yet): about 3x a forward's cost, not counted in step_seconds.
   std::int64_t val_every = 0;
   std::int64_t val_sequences = 8;
+  // What FP8 quantization does to the GEMM operands (harness/train/training_record.hpp
+  // operand_stats) on step 0 and every N-th step after it, and the last (0: never). An extra pass
+  // over every FP8 operand, counted in step_seconds.
+  std::int64_t stats_every = 10;
 
   // Throws std::invalid_argument naming the field (the caller adds the file or flag).
   void validate() const;

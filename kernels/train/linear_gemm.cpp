@@ -159,6 +159,10 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
     for (std::int64_t r = 0; r < n; ++r) std::memcpy(&bc[static_cast<std::size_t>(r * k)], b + r * ldb, sizeof(float) * static_cast<std::size_t>(k));
     const QuantizedTensor qa = cpu::quantize(ac, m, k, quantize_config(p, p.a_format, p.a_granularity));
     const QuantizedTensor qb = cpu::quantize(bc, n, k, quantize_config(p, p.b_format, p.b_granularity));
+    if (call.tally) {
+      tally_operand(qa, ac, call.tally->a);
+      tally_operand(qb, bc, call.tally->b);
+    }
     const std::vector<float> out = cpu::gemm_nt(qa, qb, p.gemm);
     for (std::size_t i = 0; i < out.size(); ++i) c[i] = accumulate ? c[i] + out[i] : out[i];
   } else {
@@ -184,6 +188,16 @@ void plain_nn(const GemmCall& call, const Real* a, std::int64_t lda, const Real*
     return;
   }
   if (c) nn_kernel(a, lda, bkn, c, m, n, k, accumulate);
+}
+
+// A re-quantized Wgrad operand's tally: saturation judged on what the second quantizer read,
+// the first quantization's values dequantized and transposed (only when statistics are asked for).
+void tally_requantized(const QuantizedTensor& q, const QuantizedTensor& first, std::span<const float> source,
+                       OperandTally& tally) {
+  const std::vector<float> restored = cpu::dequantize(first);
+  std::vector<float> seen(restored.size());
+  transpose(restored.data(), first.rows, first.cols, first.cols, seen.data());
+  tally_operand(q, source, tally, seen);
 }
 
 template <class Real>
@@ -235,8 +249,13 @@ void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, 
     if (!dw.has_data()) return;
     const SmallGemmThreads threads(m * n * k);
     const std::span<const float> dys(dy.row(row_begin), static_cast<std::size_t>(k * m)), xs(x.row(row_begin), static_cast<std::size_t>(k * n));
-    const QuantizedTensor qa = cpu::requantize_transposed(cpu::quantize(dys, k, m, quantize_config(sa, sa.a_format, sa.a_granularity)));
-    const QuantizedTensor qb = cpu::requantize_transposed(cpu::quantize(xs, k, n, quantize_config(sb, sb.a_format, sb.a_granularity)));
+    const QuantizedTensor first_a = cpu::quantize(dys, k, m, quantize_config(sa, sa.a_format, sa.a_granularity));
+    const QuantizedTensor first_b = cpu::quantize(xs, k, n, quantize_config(sb, sb.a_format, sb.a_granularity));
+    const QuantizedTensor qa = cpu::requantize_transposed(first_a), qb = cpu::requantize_transposed(first_b);
+    if (call.tally) {  // against dY^T and X^T as computed (both roundings count)
+      tally_requantized(qa, first_a, std::span<const float>(dyt.data(), static_cast<std::size_t>(m * k)), call.tally->a);
+      tally_requantized(qb, first_b, std::span<const float>(xt.data(), static_cast<std::size_t>(n * k)), call.tally->b);
+    }
     const std::vector<float> out = cpu::gemm_nt(qa, qb, call.precision.gemm);
     for (std::size_t i = 0; i < out.size(); ++i) dw.data()[i] = accumulate ? dw.data()[i] + out[i] : out[i];
   } else {

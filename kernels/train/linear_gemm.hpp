@@ -15,6 +15,7 @@
 #include <string>
 
 #include "kernels/memory_ledger.hpp"
+#include "kernels/train/fp8_operand_stats.hpp"
 #include "kernels/train/precision_recipe.hpp"
 #include "kernels/train/tensor.hpp"
 
@@ -26,6 +27,7 @@ struct GemmCall {
   const GemmPrecision* requantize_source_a = nullptr;  // Wgrad re-quantization: dY's Dgrad precision
   const GemmPrecision* requantize_source_b = nullptr;  // ... and X's Fprop precision
   int element_bytes = 4;                                // of Real, as counted
+  GemmOperandTally* tally = nullptr;  // fp8: what quantization did to A and B (fp8_operand_stats.hpp)
 };
 
 // Y = X W^T   (X: rows x in, W: out x in, Y: rows x out)

@@ -82,8 +82,12 @@ class Step {
   }
   bool compute() const { return !ledger_.shapes_only(); }
   GemmCall call(const std::string& layer, GemmKind kind) const {
-    return {ledger_, recipe_.resolve(layer, kind), &recipe_.resolve(layer, GemmKind::dgrad),
-            &recipe_.resolve(layer, GemmKind::fprop), eb_};
+    const GemmPrecision& precision = recipe_.resolve(layer, kind);
+    GemmOperandTally* tally = in_.operand_stats && compute() && precision.kind == GemmPrecision::Kind::fp8
+                                  ? &in_.operand_stats->entry(layer, kind)
+                                  : nullptr;
+    return {ledger_, precision, &recipe_.resolve(layer, GemmKind::dgrad), &recipe_.resolve(layer, GemmKind::fprop), eb_,
+            tally};
   }
   static std::string name(int l, const char* kind) { return "L" + std::to_string(l) + "." + kind; }
 

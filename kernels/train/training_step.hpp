@@ -15,6 +15,7 @@
 #include "data/llama2c_checkpoint.hpp"
 #include "kernels/memory_ledger.hpp"
 #include "kernels/train/activation_policy.hpp"
+#include "kernels/train/fp8_operand_stats.hpp"
 #include "kernels/train/model_config.hpp"
 #include "kernels/train/precision_recipe.hpp"
 
@@ -28,6 +29,8 @@ struct StepInput {
   int element_bytes = 0;                  // shapes-only: counted width of every tensor (0: that of the compute type)
   double loss_scale = 1.0;                // dynamic loss scaling: multiplies dLoss/dlogits (so every gradient);
                                           // the reported loss stays unscaled; finite and > 0
+  Fp8OperandStats* operand_stats = nullptr;  // when set, every FP8 GEMM adds what quantization did
+                                             // to its operands (kernels/train/fp8_operand_stats.hpp)
 };
 
 struct StepReport {

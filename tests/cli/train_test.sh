@@ -121,6 +121,15 @@ assert int(d.optimizer_state_bytes) == 4 * params and int(f.optimizer_state_byte
 l8, l32 = float(d.train_loss.values[0]), float(f.train_loss.values[0])
 assert abs(l8 - l32) < 0.05 and abs(l32 - np.log(512)) < 0.5, (l8, l32)
 assert "seeded init of dim256" in str(d.operands.values)
+# FP8 operand statistics (sampled on step 0 and the last): finite under FP8, NaN under fp32 and on
+# the classifier, which the DeepSeek-V3 recipe keeps in BF16; E4M3 RNE gives ~31 dB, not 0 or 100.
+for v in ("sqnr_fprop_a", "sqnr_fprop_b", "sqnr_dgrad_a", "sqnr_wgrad_b"):
+    assert np.isfinite(d[v].values).all() and (d[v].values > 20).all() and (d[v].values < 40).all(), (v, d[v].values)
+    assert np.isnan(f[v].values).all(), (v, f[v].values)
+fl = d.final_sqnr_fprop_a
+assert fl.dims == ("linear_layer",) and list(fl.linear_layer.values[:2]) == ["L0.wq", "L0.wk"], fl
+assert np.isfinite(fl.values[:-1]).all() and np.isnan(fl.values[-1]), fl.values
+assert (d.saturated_fprop.values == 0).all() and (d.flushed_wgrad.values >= 0).all()
 PY
 }
 

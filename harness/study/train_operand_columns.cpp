@@ -1,0 +1,102 @@
+#include "harness/study/train_operand_columns.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace fp8lab {
+namespace {
+
+constexpr const char* kLinearNames[] = {"wq", "wk", "wv", "wo", "w1", "w2", "w3"};
+constexpr std::size_t kLinearsPerBlock = std::size(kLinearNames);
+
+// What operand A / B of a GEMM kind is (kernels/train/precision_recipe.hpp).
+std::string operand_name(train::GemmKind kind, char operand) {
+  using train::GemmKind;
+  if (kind == GemmKind::fprop) return operand == 'a' ? "operand A = X" : "operand B = W";
+  if (kind == GemmKind::dgrad) return operand == 'a' ? "operand A = dY" : "operand B = W^T";
+  return operand == 'a' ? "operand A = dY^T" : "operand B = X^T";
+}
+
+// "L3.w2" -> 3 * 7 + 5; "classifier" -> 7 L: the position of the layer's linear_layer label.
+std::size_t layer_index(const std::string& name, int model_layers) {
+  if (name == "classifier") return kLinearsPerBlock * static_cast<std::size_t>(model_layers);
+  const std::size_t dot = name.find('.');
+  const int l = std::stoi(name.substr(1, dot - 1));
+  const std::string w = name.substr(dot + 1);
+  const auto at = std::find_if(std::begin(kLinearNames), std::end(kLinearNames), [&](const char* n) { return w == n; });
+  if (at == std::end(kLinearNames)) throw std::logic_error("not a linear layer: " + name);
+  return kLinearsPerBlock * static_cast<std::size_t>(l) + static_cast<std::size_t>(at - std::begin(kLinearNames));
+}
+
+}  // namespace
+
+std::vector<ColumnDef> operand_stats_columns(const ExtraDimension& step, int model_layers) {
+  std::vector<ColumnDef> columns;
+  ExtraDimension layer{"linear_layer", "linear layer", "1", {}, {}};
+  for (int l = 0; l < model_layers; ++l)
+    for (const char* w : kLinearNames) layer.labels.push_back("L" + std::to_string(l) + "." + w);
+  layer.labels.push_back("classifier");
+  for (const train::GemmKind kind : train::kGemmKinds) {
+    const std::string k = train::gemm_kind_name(kind);
+    for (const char operand : {'a', 'b'}) {
+      const std::string what = operand_name(kind, operand);
+      columns.push_back({"sqnr_" + k + "_" + operand, ColumnDef::Type::f64, "dB",
+                         "worst layer's SQNR of the FP8 " + what + " of " + k + " GEMMs", step});
+      columns.push_back({"final_sqnr_" + k + "_" + operand, ColumnDef::Type::f64, "dB",
+                         "SQNR of the FP8 " + what + " of each layer's " + k + " GEMM at the last sampled step", layer});
+    }
+    columns.push_back({"saturated_" + k, ColumnDef::Type::f64, "1",
+                       "fraction of the FP8 operand elements of " + k + " GEMMs that satfinite clipped", step});
+    columns.push_back({"flushed_" + k, ColumnDef::Type::f64, "1",
+                       "fraction of the FP8 operand elements of " + k + " GEMMs quantized to zero from non-zero", step});
+  }
+  return columns;
+}
+
+void add_operand_stats(const std::vector<train::StepRecord>& steps, int model_layers, Row& row) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::size_t layers = kLinearsPerBlock * static_cast<std::size_t>(model_layers) + 1;
+  const train::StepRecord* last_sampled = nullptr;
+  for (const train::StepRecord& s : steps)
+    if (!s.operand_stats.empty()) last_sampled = &s;
+  for (const train::GemmKind kind : train::kGemmKinds) {
+    const std::string k = train::gemm_kind_name(kind);
+    std::vector<double> worst_a, worst_b, saturated, flushed;
+    for (const train::StepRecord& s : steps) {
+      double wa = nan, wb = nan;
+      train::OperandTally all;
+      for (const train::GemmOperandTally& t : s.operand_stats) {
+        if (t.kind != kind) continue;
+        wa = std::isnan(wa) ? t.a.sqnr_db() : std::min(wa, t.a.sqnr_db());
+        wb = std::isnan(wb) ? t.b.sqnr_db() : std::min(wb, t.b.sqnr_db());
+        all.add(t.a);
+        all.add(t.b);
+      }
+      worst_a.push_back(wa);
+      worst_b.push_back(wb);
+      const double n = static_cast<double>(all.elements);
+      saturated.push_back(all.elements > 0 ? static_cast<double>(all.saturated) / n : nan);
+      flushed.push_back(all.elements > 0 ? static_cast<double>(all.flushed) / n : nan);
+    }
+    row["sqnr_" + k + "_a"] = std::move(worst_a);
+    row["sqnr_" + k + "_b"] = std::move(worst_b);
+    row["saturated_" + k] = std::move(saturated);
+    row["flushed_" + k] = std::move(flushed);
+    std::vector<double> final_a(layers, nan), final_b(layers, nan);
+    if (last_sampled)
+      for (const train::GemmOperandTally& t : last_sampled->operand_stats) {
+        if (t.kind != kind) continue;
+        const std::size_t i = layer_index(t.layer, model_layers);
+        final_a[i] = t.a.sqnr_db();
+        final_b[i] = t.b.sqnr_db();
+      }
+    row["final_sqnr_" + k + "_a"] = std::move(final_a);
+    row["final_sqnr_" + k + "_b"] = std::move(final_b);
+  }
+}
+
+}  // namespace fp8lab

@@ -1,0 +1,72 @@
+#include "kernels/train/fp8_operand_stats.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "kernels/cpu/quantize.hpp"
+#include "kernels/formats/float_formats.hpp"
+
+namespace fp8lab::train {
+namespace {
+
+// Whether unclamped round-to-nearest-even of `scaled` leaves F's finite range.
+template <class F>
+bool clipped(float scaled) {
+  return (encode<F>(std::fabs(scaled), Saturation::nosat) & 0x7Fu) > F::max_finite_code;
+}
+
+}  // namespace
+
+void OperandTally::add(const OperandTally& o) {
+  signal += o.signal;
+  noise += o.noise;
+  elements += o.elements;
+  saturated += o.saturated;
+  flushed += o.flushed;
+}
+
+double OperandTally::sqnr_db() const {
+  if (elements == 0) return std::numeric_limits<double>::quiet_NaN();
+  if (noise == 0) return std::numeric_limits<double>::infinity();
+  return 10.0 * std::log10(signal / noise);
+}
+
+GemmOperandTally& Fp8OperandStats::entry(const std::string& layer, GemmKind kind) {
+  for (GemmOperandTally& e : entries_)
+    if (e.layer == layer && e.kind == kind) return e;
+  entries_.push_back({layer, kind, {}, {}});
+  return entries_.back();
+}
+
+void Fp8OperandStats::add(const Fp8OperandStats& other) {
+  for (const GemmOperandTally& e : other.entries_) {
+    GemmOperandTally& mine = entry(e.layer, e.kind);
+    mine.a.add(e.a);
+    mine.b.add(e.b);
+  }
+}
+
+void tally_operand(const QuantizedTensor& q, std::span<const float> source, OperandTally& tally,
+                   std::span<const float> quantizer_input) {
+  if (quantizer_input.empty()) quantizer_input = source;
+  if (source.size() != static_cast<std::size_t>(q.rows * q.cols) || quantizer_input.size() != source.size())
+    throw std::logic_error("tally_operand: the source is not the quantized tensor's size");
+  const std::vector<float> restored = cpu::dequantize(q);
+  const bool e4m3 = q.config.format == Fp8Format::e4m3;
+  OperandTally t;
+  for (std::int64_t r = 0; r < q.rows; ++r)
+    for (std::int64_t c = 0; c < q.cols; ++c) {
+      const std::size_t i = static_cast<std::size_t>(r * q.cols + c);
+      const double x = source[i], back = restored[i], error = x - back;
+      t.signal += x * x;
+      t.noise += error * error;
+      const float scaled = quantizer_input[i] * (1.0f / q.scale_of(r, c));  // as the quantizer forms it
+      t.saturated += e4m3 ? clipped<E4M3>(scaled) : clipped<E5M2>(scaled);
+      t.flushed += x != 0 && back == 0;
+    }
+  t.elements = q.rows * q.cols;
+  tally.add(t);
+}
+
+}  // namespace fp8lab::train
