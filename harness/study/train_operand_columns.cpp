@@ -2,16 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
 namespace fp8lab {
 namespace {
-
-constexpr const char* kLinearNames[] = {"wq", "wk", "wv", "wo", "w1", "w2", "w3"};
-constexpr std::size_t kLinearsPerBlock = std::size(kLinearNames);
 
 // What operand A / B of a GEMM kind is (kernels/train/precision_recipe.hpp).
 std::string operand_name(train::GemmKind kind, char operand) {
@@ -21,25 +17,18 @@ std::string operand_name(train::GemmKind kind, char operand) {
   return operand == 'a' ? "operand A = dY^T" : "operand B = X^T";
 }
 
-// "L3.w2" -> 3 * 7 + 5; "classifier" -> 7 L: the position of the layer's linear_layer label.
-std::size_t layer_index(const std::string& name, int model_layers) {
-  if (name == "classifier") return kLinearsPerBlock * static_cast<std::size_t>(model_layers);
-  const std::size_t dot = name.find('.');
-  const int l = std::stoi(name.substr(1, dot - 1));
-  const std::string w = name.substr(dot + 1);
-  const auto at = std::find_if(std::begin(kLinearNames), std::end(kLinearNames), [&](const char* n) { return w == n; });
-  if (at == std::end(kLinearNames)) throw std::logic_error("not a linear layer: " + name);
-  return kLinearsPerBlock * static_cast<std::size_t>(l) + static_cast<std::size_t>(at - std::begin(kLinearNames));
+// linear_layer_names reads only the block count.
+train::ModelConfig layers_only(int layers) {
+  train::ModelConfig c;
+  c.layers = layers;
+  return c;
 }
 
 }  // namespace
 
 std::vector<ColumnDef> operand_stats_columns(const ExtraDimension& step, int model_layers) {
   std::vector<ColumnDef> columns;
-  ExtraDimension layer{"linear_layer", "linear layer", "1", {}, {}};
-  for (int l = 0; l < model_layers; ++l)
-    for (const char* w : kLinearNames) layer.labels.push_back("L" + std::to_string(l) + "." + w);
-  layer.labels.push_back("classifier");
+  ExtraDimension layer{"linear_layer", "linear layer", "1", {}, linear_layer_names(layers_only(model_layers))};
   for (const train::GemmKind kind : train::kGemmKinds) {
     const std::string k = train::gemm_kind_name(kind);
     for (const char operand : {'a', 'b'}) {
@@ -59,7 +48,7 @@ std::vector<ColumnDef> operand_stats_columns(const ExtraDimension& step, int mod
 
 void add_operand_stats(const std::vector<train::StepRecord>& steps, int model_layers, Row& row) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const std::size_t layers = kLinearsPerBlock * static_cast<std::size_t>(model_layers) + 1;
+  const std::vector<std::string> names = linear_layer_names(layers_only(model_layers));
   const train::StepRecord* last_sampled = nullptr;
   for (const train::StepRecord& s : steps)
     if (!s.operand_stats.empty()) last_sampled = &s;
@@ -86,11 +75,12 @@ void add_operand_stats(const std::vector<train::StepRecord>& steps, int model_la
     row["sqnr_" + k + "_b"] = std::move(worst_b);
     row["saturated_" + k] = std::move(saturated);
     row["flushed_" + k] = std::move(flushed);
-    std::vector<double> final_a(layers, nan), final_b(layers, nan);
+    std::vector<double> final_a(names.size(), nan), final_b(names.size(), nan);
     if (last_sampled)
       for (const train::GemmOperandTally& t : last_sampled->operand_stats) {
         if (t.kind != kind) continue;
-        const std::size_t i = layer_index(t.layer, model_layers);
+        const auto i = static_cast<std::size_t>(std::find(names.begin(), names.end(), t.layer) - names.begin());
+        if (i == names.size()) throw std::logic_error("not a linear layer: " + t.layer);
         final_a[i] = t.a.sqnr_db();
         final_b[i] = t.b.sqnr_db();
       }

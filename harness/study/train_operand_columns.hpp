@@ -6,11 +6,12 @@
 //                          flushed_<kind>      fraction quantized to zero from non-zero
 //   along `linear_layer`:  final_sqnr_<kind>_<a|b>   each layer's SQNR at the last sampled step
 // NaN on steps not sampled and where the recipe runs no FP8 GEMM of the kind (a BF16 layer).
-// linear_layer labels: L<l>.wq, wk, wv, wo, w1, w2, w3 for every block, then "classifier".
+// linear_layer labels: kernels/train/model_config.hpp linear_layer_names.
 #include <vector>
 
 #include "harness/results/results_file.hpp"
 #include "harness/train/training_record.hpp"
+#include "kernels/train/model_config.hpp"
 
 namespace fp8lab {
 
