@@ -1,5 +1,6 @@
 #include "harness/train_recipe_toml.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -40,7 +41,8 @@ struct Reader {
   // Applies the keys of one GEMM table to p.
   void apply_gemm(const toml::table& t, const std::string& field, GemmPrecision& p, bool allow_requantize) const {
     std::set<std::string> known = {"kind",          "format",        "a_format", "b_format",    "a_granularity",
-                                   "b_granularity", "scale",         "accumulation", "promotion"};
+                                   "b_granularity", "scale",         "accumulation", "promotion",
+                                   "amax_history",  "amax_reduction", "margin"};
     if (allow_requantize) known.insert("requantize_transposed");
     only_keys(t, field + ".", known);
     const auto parsed = [&](const char* key, auto&& parse) {
@@ -65,7 +67,23 @@ struct Reader {
     parsed("b_format", [&](const std::string& s) { p.b_format = parse_fp8_format(s); });
     parsed("a_granularity", [&](const std::string& s) { p.a_granularity = Granularity::parse(s); });
     parsed("b_granularity", [&](const std::string& s) { p.b_granularity = Granularity::parse(s); });
-    parsed("scale", [&](const std::string& s) { p.scale_rule = parse_scale_rule(s); });
+    // "delayed": Transformer Engine's delayed scaling (amax history) instead of a scale rule.
+    parsed("scale", [&](const std::string& s) {
+      p.delayed_scaling = s == "delayed";
+      if (!p.delayed_scaling) p.scale_rule = parse_scale_rule(s);
+    });
+    parsed("amax_reduction", [&](const std::string& s) { p.amax_reduction = parse_amax_reduction(s); });
+    for (const char* key : {"amax_history", "margin"}) {
+      if (!t.contains(key)) continue;
+      const toml::node* n = t.get(key);
+      if (!n->is_integer()) throw error(field + "." + key, "expected an integer", n);
+      const std::int64_t v = n->value<std::int64_t>().value();
+      if (std::string(key) == "amax_history") p.amax_history = v;
+      else p.margin = static_cast<int>(std::clamp<std::int64_t>(v, -1, 65));  // out of range: validate() says so
+    }
+    for (const char* key : {"amax_history", "amax_reduction", "margin"})
+      if (t.contains(key) && !p.delayed_scaling)
+        throw error(field + "." + key, "applies to scale = \"delayed\" only", t.get(key));
     parsed("accumulation", [&](const std::string& s) { p.gemm.accumulation = AccumulationModel::parse(s); });
     parsed("promotion", [&](const std::string& s) { p.gemm.promotion = PromotionInterval::parse(s); });
     if (t.contains("requantize_transposed")) {

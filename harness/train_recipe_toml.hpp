@@ -5,7 +5,7 @@
 // model lacks.
 //
 //   name = "deepseek_v3"
-//   base = "fp32"              # optional: start from a named recipe (fp64, fp32, bf16, fp16, deepseek_v3, hybrid)
+//   base = "fp32"              # optional: start from a named recipe (fp64, fp32, bf16, fp16, deepseek_v3, hybrid, fp8_delayed)
 //   elementwise = "fp32"       # optional statement; must match what the step runs (fp64 only with fp64 GEMMs)
 //   [gemm]                     # keys for all three GEMM kinds ...
 //   kind = "fp8"               # fp64 | fp32 | bf16 | fp16 | fp8
@@ -14,7 +14,10 @@
 //   b_format = "e4m3"          #   ... and B's (W in Dgrad, X^T in Wgrad): a mix, TE's HYBRID
 //   a_granularity = "tile:1x128"
 //   b_granularity = "block:128x128"
-//   scale = "fp32"             # fp32 | pow2
+//   scale = "fp32"             # fp32 | pow2 | delayed (TE's delayed scaling; per-tensor granularity)
+//   amax_history = 1024        # delayed only: TE's amax_history_len, amax_compute_algo, margin
+//   amax_reduction = "max"     #   max | most_recent
+//   margin = 0
 //   accumulation = "hopper"    # hopper | fp32 | bits:F,depth:D,round:rz|rne[,zero:none|min]
 //   promotion = "128"          # N_C in elements, or "never"
 //   [wgrad]                    # ... and per kind ([fprop], [dgrad], [wgrad]) on top

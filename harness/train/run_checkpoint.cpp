@@ -142,6 +142,16 @@ void write_checkpoint(const std::filesystem::path& file, const RunCheckpoint& c)
     w.floats(t.m);
     w.floats(t.v);
   }
+  w.scalar<std::uint64_t>(c.delayed.size());
+  for (const DelayedOperandState& d : c.delayed) {
+    w.text(d.key);
+    w.scalar(static_cast<std::uint8_t>(d.config.format));
+    w.scalar(d.config.history_length);
+    w.scalar(static_cast<std::uint8_t>(d.config.reduction));
+    w.scalar(static_cast<std::int32_t>(d.config.margin));
+    w.floats(d.history);
+    w.scalar(d.scale);
+  }
   const std::string digest = hash_of(w.bytes(), w.bytes().size());
   for (std::size_t i = 0; i < kHashBytes; ++i) w.scalar(static_cast<std::uint8_t>(std::stoi(digest.substr(2 * i, 2), nullptr, 16)));
 
@@ -226,7 +236,28 @@ RunCheckpoint read_checkpoint(const std::filesystem::path& file) {
     t.v = r.floats(count, "tensors.v");
     c.tensors.push_back(std::move(t));
   }
-  if (!r.at_end()) fail("tensors", "bytes left over after the last tensor");
+  const auto delayed = r.scalar<std::uint64_t>("delayed");
+  for (std::uint64_t i = 0; i < delayed; ++i) {
+    DelayedOperandState d;
+    d.key = r.text("delayed.key", 256);
+    const auto format = r.scalar<std::uint8_t>("delayed.format");
+    if (format > static_cast<std::uint8_t>(Fp8Format::e5m2)) fail("delayed.format", "not an FP8 format");
+    d.config.format = static_cast<Fp8Format>(format);
+    d.config.history_length = r.scalar<std::int64_t>("delayed.history_length");
+    const auto reduction = r.scalar<std::uint8_t>("delayed.reduction");
+    if (reduction > static_cast<std::uint8_t>(AmaxReduction::most_recent)) fail("delayed.reduction", "not a reduction");
+    d.config.reduction = static_cast<AmaxReduction>(reduction);
+    d.config.margin = r.scalar<std::int32_t>("delayed.margin");
+    try {
+      d.config.validate();
+    } catch (const std::invalid_argument& e) {
+      fail("delayed." + d.key, e.what());
+    }
+    d.history = r.floats(static_cast<std::uint64_t>(d.config.history_length), "delayed.history");
+    d.scale = r.scalar<float>("delayed.scale");
+    c.delayed.push_back(std::move(d));
+  }
+  if (!r.at_end()) fail("delayed", "bytes left over after the last entry");
   return c;
 }
 

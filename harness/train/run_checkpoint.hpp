@@ -13,7 +13,8 @@
 //   "FP8LABCK" u32 version | str identity | i64 next_step, updates | str scaler_state |
 //   u64 records, each: 10 x f64, u64 tallies, each: str layer, u8 kind, 2 x (2 x f64, 3 x i64) |
 //   u64 tensors, each: str name, u64 count, f32[count] weights,
-//   f32[count] m, f32[count] v | the SHA-256 (32 bytes) of everything before it.
+//   f32[count] m, f32[count] v | u64 delayed operands, each: str key, u8 format, i64 history
+//   length, u8 reduction, i32 margin, f32[length] history, f32 scale | the SHA-256 (32 bytes) of everything before it.
 // str = u64 length + bytes. The trailing hash turns a truncated or damaged file into an error
 // rather than a silently different run.
 //
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "harness/train/training_record.hpp"
+#include "kernels/loss_scaling/delayed_scaling.hpp"
 #include "kernels/loss_scaling/loss_scaler_state.hpp"
 
 namespace fp8lab::train {
@@ -35,6 +37,14 @@ struct TensorState {
   std::vector<float> weights, m, v;
 };
 
+// One operand's delayed-scaling state (kernels/train/delayed_operand_scales.hpp).
+struct DelayedOperandState {
+  std::string key;
+  DelayedScalingConfig config;
+  std::vector<float> history;  // most recent first
+  float scale = 1;
+};
+
 struct RunCheckpoint {
   std::string identity;
   std::int64_t next_step = 0;  // steps done
@@ -42,6 +52,7 @@ struct RunCheckpoint {
   LossScalerState scaler;
   std::vector<StepRecord> records;  // one per step done
   std::vector<TensorState> tensors;
+  std::vector<DelayedOperandState> delayed;  // delayed-scaling recipes only
 };
 
 // "checkpoint FILE: field 'F': what is wrong": a checkpoint that cannot be read, or one that

@@ -39,13 +39,14 @@ struct Sequences {
 Sequences run_sequences(const ModelConfig& model, const LlamaWeights& weights, const std::vector<std::int32_t>& stream,
                         const std::vector<std::int64_t>& starts, std::int64_t seq_len, double loss_scale,
                         const PrecisionRecipe& recipe, const ActivationPolicy& policy, MemoryLedger& ledger,
-                        bool keep_gradients, Fp8OperandStats* operand_stats = nullptr) {
+                        bool keep_gradients, DelayedOperandScales& delayed, Fp8OperandStats* operand_stats = nullptr) {
   Sequences s;
   for (const std::int64_t start : starts) {
     const auto first = stream.begin() + static_cast<std::ptrdiff_t>(start);
     StepInput input{model, &weights, std::vector<int>(first, first + static_cast<std::ptrdiff_t>(seq_len + 1))};
     input.loss_scale = loss_scale;
     input.operand_stats = operand_stats;
+    input.delayed_scales = &delayed;
     StepResult r = run_training_step(input, recipe, policy, ledger);
     s.loss_sum += r.report.loss;
     s.peak_bytes = std::max(s.peak_bytes, r.report.peak_bytes_total);
@@ -64,6 +65,7 @@ Sequences run_sequences(const ModelConfig& model, const LlamaWeights& weights, c
 // AdamW moments, the updates applied so far and the loss scaler.
 struct OptimizerState {
   LossScaler scaler{LossScalerConfig::pytorch()};
+  DelayedOperandScales delayed;  // delayed-scaling recipes: the operands' amax histories
   std::vector<std::string> names;
   std::vector<AdamWMoments> moments;
   std::int64_t updates = 0;
@@ -88,7 +90,9 @@ struct OptimizerState {
 
 RunCheckpoint snapshot(const std::string& identity, std::int64_t next_step, const std::vector<StepRecord>& records,
                        LlamaWeights& weights, const OptimizerState& state) {
-  RunCheckpoint c{identity, next_step, state.updates, state.scaler.state(), records, {}};
+  RunCheckpoint c{identity, next_step, state.updates, state.scaler.state(), records, {}, {}};
+  for (const DelayedOperand& d : state.delayed.operands())
+    c.delayed.push_back({d.key, d.scaler.config(), d.scaler.history(), d.scaler.scale()});
   for (std::size_t t = 0; t < state.names.size(); ++t) {
     TensorState& ts = c.tensors.emplace_back();
     ts.name = state.names[t];
@@ -131,6 +135,13 @@ std::int64_t restore(const RunCheckpoint& c, const std::filesystem::path& file, 
     state.names.push_back(t.name);
     AdamWMoments& m = state.moments.emplace_back(t.weights.size(), config.adamw.moments);
     for (std::size_t i = 0; i < m.size(); ++i) m.set(i, t.m[i], t.v[i]);
+  }
+  for (const DelayedOperandState& d : c.delayed) {
+    try {
+      state.delayed.restore(d.key, d.config, d.history, d.scale);
+    } catch (const std::invalid_argument& e) {
+      fail("delayed", e.what());
+    }
   }
   return c.next_step;
 }
@@ -209,7 +220,8 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
     const bool sample_stats = config.stats_every > 0 && (step % config.stats_every == 0 || last);
     Fp8OperandStats stats;
     Sequences s = run_sequences(model, weights, train.tokens, starts, config.seq_len, record.loss_scale, recipe, policy,
-                                ledger, /*keep_gradients=*/true, sample_stats ? &stats : nullptr);
+                                ledger, /*keep_gradients=*/true, state.delayed, sample_stats ? &stats : nullptr);
+    state.delayed.roll();  // the step's amaxes set the next step's scales, whether or not it updates
     record.operand_stats = stats.entries();
     record.train_loss = s.loss_sum / static_cast<double>(config.batch);
     record.step_peak_bytes = s.peak_bytes;
@@ -252,11 +264,13 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
     record.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     record.tokens_per_second = static_cast<double>(config.batch * config.seq_len) / record.step_seconds;
     record.val_loss = std::numeric_limits<double>::quiet_NaN();
-    if (!val_starts.empty() && ((step + 1) % config.val_every == 0 || last))
+    if (!val_starts.empty() && ((step + 1) % config.val_every == 0 || last)) {
+      DelayedOperandScales scales = state.delayed;  // validation reads the scales, records nothing
       record.val_loss = run_sequences(model, weights, validation->tokens, val_starts, config.seq_len, 1.0, recipe, policy,
-                                      ledger, /*keep_gradients=*/false)
+                                      ledger, /*keep_gradients=*/false, scales)
                             .loss_sum /
                         static_cast<double>(val_starts.size());
+    }
     result.steps.push_back(record);
     if (observer) observer(step, record);
     if (last || checkpointing.file.empty()) continue;

@@ -36,6 +36,18 @@ DelayedScaler::DelayedScaler(const DelayedScalingConfig& config) : config_(confi
   ring_.assign(static_cast<std::size_t>(config_.history_length), 0.0f);
 }
 
+DelayedScaler::DelayedScaler(const DelayedScalingConfig& config, std::span<const float> history, float scale)
+    : DelayedScaler(config) {
+  if (history.size() != ring_.size())
+    throw std::invalid_argument("delayed scaling: field 'history': " + std::to_string(history.size()) +
+                                " entries, the config keeps " + std::to_string(ring_.size()));
+  if (!std::isfinite(scale) || !(scale > 0))
+    throw std::invalid_argument("delayed scaling: field 'scale': must be finite and > 0");
+  const std::size_t n = ring_.size();
+  for (std::size_t k = 0; k < n; ++k) ring_[(n - k) % n] = history[k];  // head_ = 0 holds history[0]
+  scale_ = scale;
+}
+
 float DelayedScaler::scale_inverse() const { return 1.0f / scale_; }
 
 void DelayedScaler::update(float amax) {

@@ -16,6 +16,7 @@
 // One quantization uses scale(); afterwards update(amax of what it quantized) rolls the window
 // and sets the scale for the next step (hence "delayed").
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/quantization.hpp"
@@ -41,8 +42,13 @@ struct DelayedScalingConfig {
 class DelayedScaler {
  public:
   explicit DelayedScaler(const DelayedScalingConfig& config);  // validates
+  // Continues from a saved state (a checkpoint): history most recent first, as history() gives
+  // it. Throws std::invalid_argument "delayed scaling: field 'F': ..." when the history is not
+  // history_length long or the scale is not finite and > 0.
+  DelayedScaler(const DelayedScalingConfig& config, std::span<const float> history, float scale);
   float scale() const { return scale_; }
-  float scale_inverse() const;  // fl32(1 / scale)
+  float scale_inverse() const;
+  const DelayedScalingConfig& config() const { return config_; }  // fl32(1 / scale)
   void update(float amax);
   std::vector<float> history() const;  // most recent first, history_length entries
 

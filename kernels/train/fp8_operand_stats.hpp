@@ -9,7 +9,8 @@
 //   saturated: round-to-nearest-even of the scaled value fl32(x * fl32(1 / sf)) without the
 //              clamp leaves the format's range, so satfinite clipped it (a value that merely
 //              rounds down to fmt_max is not counted; the tie above fmt_max is clipped in E5M2,
-//              whose fmt_max has an odd significand, and not in E4M3)
+//              whose fmt_max has an odd significand, and not in E4M3; for delayed scaling, which
+//              multiplies by its own scale, fl32(1 / sf) is that scale or within an ulp of it)
 //   flushed:   x != 0 and x' == 0 (below half the smallest subnormal times sf)
 // A recomputed Fprop (activation policies) tallies its operands again: the same values twice,
 // which leaves SQNR and the fractions unchanged.

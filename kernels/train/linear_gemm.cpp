@@ -157,8 +157,10 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
     std::vector<float> ac(static_cast<std::size_t>(m * k)), bc(static_cast<std::size_t>(n * k));
     for (std::int64_t r = 0; r < m; ++r) std::memcpy(&ac[static_cast<std::size_t>(r * k)], a + r * lda, sizeof(float) * static_cast<std::size_t>(k));
     for (std::int64_t r = 0; r < n; ++r) std::memcpy(&bc[static_cast<std::size_t>(r * k)], b + r * ldb, sizeof(float) * static_cast<std::size_t>(k));
-    const QuantizedTensor qa = cpu::quantize(ac, m, k, quantize_config(p, p.a_format, p.a_granularity));
-    const QuantizedTensor qb = cpu::quantize(bc, n, k, quantize_config(p, p.b_format, p.b_granularity));
+    const QuantizedTensor qa = p.delayed_scaling ? quantize_delayed(ac, m, k, p.a_format, *call.delayed_a)
+                                                 : cpu::quantize(ac, m, k, quantize_config(p, p.a_format, p.a_granularity));
+    const QuantizedTensor qb = p.delayed_scaling ? quantize_delayed(bc, n, k, p.b_format, *call.delayed_b)
+                                                 : cpu::quantize(bc, n, k, quantize_config(p, p.b_format, p.b_granularity));
     if (call.tally) {
       tally_operand(qa, ac, call.tally->a);
       tally_operand(qb, bc, call.tally->b);

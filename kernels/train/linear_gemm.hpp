@@ -15,6 +15,7 @@
 #include <string>
 
 #include "kernels/memory_ledger.hpp"
+#include "kernels/train/delayed_operand_scales.hpp"
 #include "kernels/train/fp8_operand_stats.hpp"
 #include "kernels/train/precision_recipe.hpp"
 #include "kernels/train/tensor.hpp"
@@ -28,6 +29,9 @@ struct GemmCall {
   const GemmPrecision* requantize_source_b = nullptr;  // ... and X's Fprop precision
   int element_bytes = 4;                                // of Real, as counted
   GemmOperandTally* tally = nullptr;  // fp8: what quantization did to A and B (fp8_operand_stats.hpp)
+  // fp8 with delayed_scaling: the operands' scale states (delayed_operand_scales.hpp).
+  DelayedOperand* delayed_a = nullptr;
+  DelayedOperand* delayed_b = nullptr;
 };
 
 // Y = X W^T   (X: rows x in, W: out x in, Y: rows x out)

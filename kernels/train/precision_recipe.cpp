@@ -39,7 +39,10 @@ std::string GemmPrecision::describe() const {
   return "fp8 " + formats + " A " + a_granularity.to_string() + " B " +
          b_granularity.to_string() + " scale " + scale_rule_name(scale_rule) + " accum " +
          gemm.accumulation.to_string() + " N_C " + gemm.promotion.to_string() +
-         (requantize_transposed ? " requantized" : "");
+         (requantize_transposed ? " requantized" : "") +
+         (delayed_scaling ? " delayed history " + std::to_string(amax_history) + " " + amax_reduction_name(amax_reduction) +
+                                " margin " + std::to_string(margin)
+                          : "");
 }
 
 bool GemmPrecision::operator==(const GemmPrecision& o) const {
@@ -47,7 +50,9 @@ bool GemmPrecision::operator==(const GemmPrecision& o) const {
   return a_format == o.a_format && b_format == o.b_format && a_granularity == o.a_granularity && b_granularity == o.b_granularity &&
          scale_rule == o.scale_rule && gemm.accumulation == o.gemm.accumulation &&
          gemm.promotion.never == o.gemm.promotion.never && gemm.promotion.elements == o.gemm.promotion.elements &&
-         gemm.output == o.gemm.output && requantize_transposed == o.requantize_transposed;
+         gemm.output == o.gemm.output && requantize_transposed == o.requantize_transposed &&
+         delayed_scaling == o.delayed_scaling &&
+         (!delayed_scaling || (amax_history == o.amax_history && amax_reduction == o.amax_reduction && margin == o.margin));
 }
 
 bool PrecisionRecipe::fp64() const { return fprop.kind == GemmPrecision::Kind::fp64; }
@@ -87,6 +92,13 @@ void PrecisionRecipe::validate(const ModelConfig& model) const {
       if ((p.kind == GemmPrecision::Kind::fp64) != fp64())
         throw std::invalid_argument(std::string(gemm_kind_name(k)) + " of " + l +
                                     ": fp64 cannot be mixed with other kinds (the step computes in one precision)");
+      if (p.kind == GemmPrecision::Kind::fp8 && p.delayed_scaling) {
+        if (p.a_granularity != Granularity::tensor() || p.b_granularity != Granularity::tensor() || p.requantize_transposed)
+          throw std::invalid_argument(std::string(gemm_kind_name(k)) + " of " + l +
+                                      ": delayed scaling keeps one scale per tensor: both granularities must be "
+                                      "'tensor', without requantize_transposed");
+        DelayedScalingConfig{p.a_format, p.amax_history, p.amax_reduction, p.margin}.validate();
+      }
       if (k == GemmKind::wgrad && p.kind == GemmPrecision::Kind::fp8 && p.requantize_transposed) {
         // Dgrad's A (dY) becomes this A (dY^T), Fprop's A (X) this B (X^T): each keeps its format.
         for (GemmKind source : {GemmKind::fprop, GemmKind::dgrad}) {
@@ -130,7 +142,16 @@ PrecisionRecipe named_recipe(std::string_view name) {
     r.dgrad.a_format = r.wgrad.a_format = Fp8Format::e5m2;
     return r;
   }
-  throw std::invalid_argument("recipe '" + std::string(name) + "' is not one of fp64, fp32, bf16, fp16, deepseek_v3, hybrid");
+  if (name == "fp8_delayed") {
+    PrecisionRecipe r = named_recipe("hybrid");
+    r.name = name;
+    for (GemmPrecision* p : {&r.fprop, &r.dgrad, &r.wgrad}) p->delayed_scaling = true;
+    const GemmPrecision bf16 = GemmPrecision::plain(K::bf16);
+    r.overrides.push_back({"classifier", bf16, bf16, bf16});
+    return r;
+  }
+  throw std::invalid_argument("recipe '" + std::string(name) +
+                              "' is not one of fp64, fp32, bf16, fp16, deepseek_v3, hybrid, fp8_delayed");
 }
 
 }  // namespace fp8lab::train

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/gemm_config.hpp"
+#include "kernels/loss_scaling/delayed_scaling.hpp"
 #include "kernels/quantization.hpp"
 #include "kernels/train/model_config.hpp"
 
@@ -39,6 +40,14 @@ struct GemmPrecision {
   // E5M2 in the hybrid) and Fprop's A format equal to this B's (X^T keeps X's)), instead of
   // quantizing the transposes from their high-precision values.
   bool requantize_transposed = false;
+  // fp8 with per-tensor operands only: Transformer Engine's delayed scaling instead of the scale
+  // rule. Each operand's scale comes from the amax history of that operand in earlier steps
+  // (kernels/loss_scaling/delayed_scaling.hpp; q = satfinite(x * scale), sf = fl32(1 / scale)),
+  // kept by the caller across steps (kernels/train/delayed_operand_scales.hpp). TE's defaults.
+  bool delayed_scaling = false;
+  std::int64_t amax_history = 1024;
+  AmaxReduction amax_reduction = AmaxReduction::max;
+  int margin = 0;
 
   static GemmPrecision plain(Kind kind) {
     GemmPrecision p;
@@ -75,7 +84,8 @@ struct PrecisionRecipe {
 // fp64, fp32, bf16, fp16, deepseek_v3 (E4M3, 1x128 activations / 128x128 weights, hopper
 // N_C 128, Wgrad re-quantized, classifier in BF16), hybrid (Transformer Engine's HYBRID:
 // E4M3 forward, E5M2 gradients: Fprop X, W in E4M3; Dgrad dY E5M2 x W E4M3; Wgrad dY^T E5M2 x
-// X^T E4M3; per-tensor scales, hopper N_C 128).
+// X^T E4M3; per-tensor scales, hopper N_C 128), fp8_delayed (hybrid with Transformer Engine's
+// DelayedScaling defaults: amax history 1024, max reduction, margin 0, classifier in BF16).
 PrecisionRecipe named_recipe(std::string_view name);  // throws std::invalid_argument listing names
 
 }  // namespace fp8lab::train

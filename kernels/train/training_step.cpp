@@ -86,8 +86,13 @@ class Step {
     GemmOperandTally* tally = in_.operand_stats && compute() && precision.kind == GemmPrecision::Kind::fp8
                                   ? &in_.operand_stats->entry(layer, kind)
                                   : nullptr;
-    return {ledger_, precision, &recipe_.resolve(layer, GemmKind::dgrad), &recipe_.resolve(layer, GemmKind::fprop), eb_,
-            tally};
+    GemmCall c{ledger_, precision, &recipe_.resolve(layer, GemmKind::dgrad), &recipe_.resolve(layer, GemmKind::fprop), eb_,
+               tally, nullptr, nullptr};
+    if (precision.kind == GemmPrecision::Kind::fp8 && precision.delayed_scaling) {
+      c.delayed_a = &delayed_->operand(layer, kind, 'a', precision);
+      c.delayed_b = &delayed_->operand(layer, kind, 'b', precision);
+    }
+    return c;
   }
   static std::string name(int l, const char* kind) { return "L" + std::to_string(l) + "." + kind; }
 
@@ -370,6 +375,8 @@ class Step {
   std::int64_t T_;
   ModelWeights<Real> w_, grad_;
   std::vector<std::array<SavedSlot<Real>, kSavedCount>> saved_;
+  DelayedOperandScales first_step_scales_;  // a step without a run's scales is its first
+  DelayedOperandScales* delayed_ = in_.delayed_scales ? in_.delayed_scales : &first_step_scales_;
   Tensor<Real> x_last_, final_norm_, grad_dx_;
 
 };

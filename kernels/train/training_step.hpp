@@ -15,6 +15,7 @@
 #include "data/llama2c_checkpoint.hpp"
 #include "kernels/memory_ledger.hpp"
 #include "kernels/train/activation_policy.hpp"
+#include "kernels/train/delayed_operand_scales.hpp"
 #include "kernels/train/fp8_operand_stats.hpp"
 #include "kernels/train/model_config.hpp"
 #include "kernels/train/precision_recipe.hpp"
@@ -31,6 +32,9 @@ struct StepInput {
                                           // the reported loss stays unscaled; finite and > 0
   Fp8OperandStats* operand_stats = nullptr;  // when set, every FP8 GEMM adds what quantization did
                                              // to its operands (kernels/train/fp8_operand_stats.hpp)
+  // Delayed-scaling recipes: the scales a run keeps across steps (its caller rolls them after
+  // the step). Without it the step is a run's first: every delayed scale is 1.
+  DelayedOperandScales* delayed_scales = nullptr;
 };
 
 struct StepReport {

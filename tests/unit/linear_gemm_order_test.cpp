@@ -28,7 +28,7 @@ void check_gemms(std::int64_t rows, std::int64_t in, std::int64_t out) {
   MemoryLedger ledger(&host);
   std::mt19937_64 rng(static_cast<std::uint64_t>(rows * 10007 + in * 101 + out));
   const GemmPrecision precision = GemmPrecision::plain(sizeof(Real) == 4 ? GemmPrecision::Kind::fp32 : GemmPrecision::Kind::fp64);
-  const GemmCall call{ledger, precision, nullptr, nullptr, static_cast<int>(sizeof(Real)), nullptr};
+  const GemmCall call{ledger, precision, nullptr, nullptr, static_cast<int>(sizeof(Real)), nullptr, nullptr, nullptr};
   const Tensor<Real> x = test::random_train_tensor<Real>(ledger, rows, in, rng), w = test::random_train_tensor<Real>(ledger, out, in, rng),
                      dy = test::random_train_tensor<Real>(ledger, rows, out, rng);
   Tensor<Real> y = make_tensor<Real>(ledger, rows, out, MemoryCategory::workspace);
