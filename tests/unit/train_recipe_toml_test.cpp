@@ -29,7 +29,7 @@ std::string refusal(const std::string& text) {
 
 TEST_CASE("recipe TOML: the shipped recipes are the engine's named ones") {
   const std::string dir = std::string(FP8LAB_TEST_SOURCE_DIR) + "/experiments/recipes/";
-  for (const char* name : {"deepseek_v3", "hybrid"}) {
+  for (const char* name : {"deepseek_v3", "hybrid", "fp8_delayed"}) {
     INFO(name);
     const PrecisionRecipe file = load_recipe_toml(dir + name + ".toml", stories()), named = named_recipe(name);
     CHECK(file.fprop == named.fprop);
@@ -106,6 +106,16 @@ TEST_CASE("recipe TOML: bad input names the file and the field") {
   CHECK_THAT(refusal("[gemm]\nkind = 'fp32'\n"), Contains("field 'name': missing"));
   CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\npromotion = 'sometimes'\n"), Contains("field 'gemm.promotion'"));
   CHECK_THAT(refusal("name = 'x'\n[wgrad]\nrequantize_transposed = 'yes'\n"), Contains("field 'wgrad.requantize_transposed'"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\namax_history = 16\n"),
+             Contains("field 'gemm.amax_history': applies to scale = \"delayed\" only"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nscale = 'delayed'\n"), Contains("delayed scaling keeps one scale per tensor"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\na_granularity = 'tensor'\nb_granularity = 'tensor'\n"
+                     "scale = 'delayed'\namax_history = 0\n"),
+             Contains("field 'history_length'"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nscale = 'delayed'\namax_reduction = 'mean'\n"),
+             Contains("field 'gemm.amax_reduction'"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nscale = 'delayed'\nmargin = 'big'\n"),
+             Contains("field 'gemm.margin': expected an integer"));
   try {
     load_recipe_toml("no/such/recipe.toml", stories());
     FAIL("missing file accepted");
