@@ -1,32 +1,16 @@
 #pragma once
-// The stories260K checkpoint (llama2.c legacy export) and its tokenizer, read in place:
-// the repository never contains the file. Search order: $FP8LAB_DATA_DIR/stories260K/,
+// The stories260K data files (llama2.c legacy export and its tokenizer), read in place: the
+// repository never contains them. The checkpoint's weights are read by the harness into the
+// engine's struct (harness/llama2c_weights.hpp); this file finds data files and reads the tokenizer. Search order: $FP8LAB_DATA_DIR/stories260K/,
 // then ../shared/data/stories260K/ beside the source tree, then data/stories260K/.
 // The file's sha256 must match the published one (see data/README.md).
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 namespace fp8lab {
-
-struct LlamaConfig {
-  int dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, vocab_size = 0, seq_len = 0;
-  int head_size() const { return dim / n_heads; }
-  int kv_dim() const { return n_kv_heads * head_size(); }
-};
-
-// Weights as stored: every matrix row-major [out, in] (y = W x), per layer concatenated.
-struct LlamaWeights {
-  LlamaConfig config;
-  std::vector<float> token_embedding;  // [vocab, dim]
-  std::vector<float> rms_att, rms_ffn;  // [layers, dim]
-  std::vector<float> wq, wk, wv, wo;    // [layers, dim, dim] / [layers, kv_dim, dim] / ... / [layers, dim, dim]
-  std::vector<float> w1, w2, w3;        // [layers, hidden, dim] / [layers, dim, hidden] / [layers, hidden, dim]
-  std::vector<float> rms_final;         // [dim]
-  std::filesystem::path file;
-  std::string sha256;
-};
 
 struct Tokenizer {
   std::vector<std::string> pieces;  // by token id
@@ -39,8 +23,9 @@ inline constexpr const char* kTok512Sha256 = "037cb335abb25d1fa9e8ecae30ed2a3a8a
 // The first existing `name` in the search path; throws TensorFileError listing where it looked.
 std::filesystem::path find_data_file(const std::string& name);
 
-// Throws TensorFileError naming the file: missing, checksum mismatch, truncated, bad header.
-LlamaWeights load_llama2c_checkpoint(const std::filesystem::path& file, const std::string& expected_sha256);
+// The sha256 of a file's bytes; throws TensorFileError naming the file when `expected` is not
+// empty and differs.
+std::string checked_sha256(const std::filesystem::path& file, const std::vector<std::byte>& bytes, const std::string& expected);
 Tokenizer load_llama2c_tokenizer(const std::filesystem::path& file, int vocab_size, const std::string& expected_sha256);
 
 }  // namespace fp8lab

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "harness/llama2c_weights.hpp"
 #include "harness/real_layers.hpp"
 #include "harness/train_step_errors.hpp"
 #include "kernels/memory_ledger.hpp"

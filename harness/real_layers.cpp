@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "harness/llama2c_weights.hpp"
+
 namespace fp8lab {
 namespace {
 

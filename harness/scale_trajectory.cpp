@@ -6,6 +6,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "harness/llama2c_weights.hpp"
 #include "harness/train_step_errors.hpp"
 #include "kernels/cpu/check_finite_and_unscale.hpp"
 #include "kernels/loss_scaling/found_inf_flag.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "kernels/train/llama_weights.hpp"
 #include "kernels/train/training_step.hpp"
 
 namespace fp8lab {

@@ -36,6 +36,7 @@
 #include <set>
 #include <sstream>
 
+#include "harness/llama2c_weights.hpp"
 #include "harness/study/study_kind.hpp"
 #include "harness/train_recipe_toml.hpp"
 #include "harness/train_step_errors.hpp"

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <limits>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "harness/llama2c_weights.hpp"
 #include "harness/scale_trajectory.hpp"
 #include "harness/study/integer_axis_value.hpp"
 #include "harness/study/study_kind.hpp"

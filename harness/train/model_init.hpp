@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "kernels/train/llama_weights.hpp"
 
 namespace fp8lab::train {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "kernels/train/llama_weights.hpp"
 
 namespace fp8lab::train {
 

@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "kernels/train/llama_weights.hpp"
 #include "harness/train/adamw.hpp"
 #include "harness/train/batch_order.hpp"
 #include "harness/train/lr_schedule.hpp"

@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "kernels/train/llama_weights.hpp"
 
 namespace fp8lab::train {
 

@@ -1,12 +1,12 @@
 #pragma once
 // Weights (and, with the same layout, weight gradients) of the model, in ledger buffers.
-// Sources: the stories260K checkpoint (data/llama2c_checkpoint.hpp, FP32 values) or a seeded
+// Sources: a llama2.c checkpoint (harness/llama2c_weights.hpp, FP32 values) or a seeded
 // initialisation. Both give an FP32 LlamaWeights first, so the FP64 reference and every
 // recipe start from the very same numbers.
 #include <cstdint>
 #include <vector>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "kernels/train/llama_weights.hpp"
 #include "kernels/train/model_config.hpp"
 #include "kernels/train/tensor.hpp"
 

@@ -6,7 +6,7 @@
 #include <span>
 #include <string>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "kernels/train/llama_weights.hpp"
 
 namespace fp8lab::train {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "kernels/train/llama_weights.hpp"
 #include "kernels/memory_ledger.hpp"
 #include "kernels/train/activation_policy.hpp"
 #include "kernels/train/delayed_operand_scales.hpp"

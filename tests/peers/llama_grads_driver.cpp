@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "harness/llama2c_weights.hpp"
 #include "data/tensor_io/npy.hpp"
 #include "harness/real_layers.hpp"
 #include "kernels/memory_ledger.hpp"

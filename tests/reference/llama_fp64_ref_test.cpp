@@ -8,7 +8,7 @@
 #include <fstream>
 #include <functional>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "harness/llama2c_weights.hpp"
 #include "data/tensor_io/tensor.hpp"
 #include "harness/real_layers.hpp"
 #include "tests/support/temp_dir.hpp"

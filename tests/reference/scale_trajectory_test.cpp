@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "harness/llama2c_weights.hpp"
 #include "harness/scale_trajectory.hpp"
 #include "harness/train_step_errors.hpp"
 #include "kernels/memory_ledger.hpp"

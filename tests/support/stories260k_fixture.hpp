@@ -3,7 +3,7 @@
 // of BOS), loaded once per test binary: the engine tests' shared operands.
 #include <vector>
 
-#include "data/llama2c_checkpoint.hpp"
+#include "harness/llama2c_weights.hpp"
 #include "harness/train_step_errors.hpp"
 
 namespace fp8lab::test {

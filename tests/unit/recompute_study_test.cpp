@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "harness/llama2c_weights.hpp"
 #include "harness/study/grid.hpp"
 #include "harness/study/study_kind.hpp"
 #include "harness/train_step_errors.hpp"

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 
+#include "harness/llama2c_weights.hpp"
 #include "harness/train_step_errors.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"
