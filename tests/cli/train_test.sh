@@ -195,5 +195,28 @@ assert len(raw) == 8 + n + header["rms_final"]["data_offsets"][1]
 PY
 }
 
+# Memory realism: the resident set of a training run stays within 2x the peak the ledger reports
+# (engine step peak + FP32 master weights + moments + gradient accumulators), at a size where
+# the model's buffers, not the process's fixed cost (binary, HDF5, the sampler), dominate:
+# dim256 at 1024 tokens under fp32 and the emulated FP8 recipe.
+case_memory() {
+  "$py" - "$fp8lab" "$work" <<'PY' || fail "resident set beyond 2x the ledger's peak"
+import os, subprocess, sys, h5py
+fp8lab, work = sys.argv[1], sys.argv[2]
+for recipe in ("fp32", "deepseek_v3"):
+    out = f"{work}/{recipe}.h5"
+    child = subprocess.Popen([fp8lab, "train", "--init", "seed:1", "--model", "dim256", "--seq-len", "1024", "--batch", "1",
+                              "--steps", "1", "--recipe", recipe, "--sample-tokens", "4096", "--stats-every", "0", "-o", out,
+                              "--quiet"], stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the max over children
+    assert os.waitstatus_to_exitcode(status) == 0, status
+    rss = usage.ru_maxrss * 1024  # KiB on Linux
+    with h5py.File(out) as f:
+        peak = int(f["peak_bytes"][()].ravel()[0])
+    print(f"{recipe}: resident {rss / 2**20:.0f} MiB, ledger peak {peak / 2**20:.0f} MiB, ratio {rss / peak:.2f}")
+    assert rss <= 2 * peak, (recipe, rss, peak)
+PY
+}
+
 "case_$case_name"
 echo "PASS [$case_name]"
