@@ -24,7 +24,7 @@ declare -A figures_of=(
   [loss_scaling]="loss_scaling.png"
   [scale_trajectory]="scale_trajectory.png"
   [recompute]="recompute_tradeoff.png recompute_grad_error.png"
-  [fp8_training]="fp8_training.png"
+  [fp8_training]="fp8_training.png fp8_training_operand_sqnr.png"
 )
 expected=${figures_of[$study]:-}
 [[ -n "$expected" ]] || { echo "FAIL: no figure list for study $study in $0" >&2; exit 1; }
