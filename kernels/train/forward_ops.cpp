@@ -19,17 +19,53 @@ void rmsnorm_forward(const Tensor<Real>& x, const Tensor<Real>& g, Tensor<Real>&
   }
 }
 
+// The cos / sin of every (position, pair within a head) a rope_inplace call needs, computed as
+// the plain loop computes them (angle in FP64, one rounding to Real) but once per pair rather
+// than once per head, and kept for the next call with the same arguments: a step's layers, q and
+// k, forward and backward all ask for the same table. Same values, so the same bits.
+template <class Real>
+struct RopeTable {
+  std::int64_t rows = -1, first_position = 0;
+  int head_size = 0;
+  double sign = 0;
+  std::vector<Real> cos, sin;  // rows x head_size / 2
+};
+
+template <class Real>
+const RopeTable<Real>& rope_table(std::int64_t rows, int head_size, double sign, std::int64_t first_position) {
+  thread_local RopeTable<Real> table;
+  if (table.rows == rows && table.head_size == head_size && table.sign == sign && table.first_position == first_position)
+    return table;
+  const int pairs = head_size / 2;
+  table = {rows, first_position, head_size, sign, {}, {}};
+  table.cos.resize(static_cast<std::size_t>(rows * pairs));
+  table.sin.resize(table.cos.size());
+  for (int j = 0; j < pairs; ++j) {
+    const double freq = 1.0 / std::pow(kRopeTheta, static_cast<double>(2 * j) / head_size);
+    for (std::int64_t t = 0; t < rows; ++t) {
+      const double angle = sign * static_cast<double>(t + first_position) * freq;
+      table.cos[static_cast<std::size_t>(t * pairs + j)] = static_cast<Real>(std::cos(angle));
+      table.sin[static_cast<std::size_t>(t * pairs + j)] = static_cast<Real>(std::sin(angle));
+    }
+  }
+  return table;
+}
+
 template <class Real>
 void rope_inplace(Tensor<Real>& x, int head_size, double sign, std::int64_t first_position) {
-  for (std::int64_t t = 0; t < x.rows; ++t)
+  const RopeTable<Real>& table = rope_table<Real>(x.rows, head_size, sign, first_position);
+  const std::int64_t pairs = head_size / 2;
+  for (std::int64_t t = 0; t < x.rows; ++t) {
+    const Real* cos = table.cos.data() + t * pairs;
+    const Real* sin = table.sin.data() + t * pairs;
     for (std::int64_t i = 0; i + 1 < x.cols; i += 2) {
-      const double freq = 1.0 / std::pow(kRopeTheta, static_cast<double>(i % head_size) / head_size);
-      const double angle = sign * static_cast<double>(t + first_position) * freq;
-      const Real c = static_cast<Real>(std::cos(angle)), s = static_cast<Real>(std::sin(angle));
+      const std::int64_t j = (i % head_size) / 2;
+      const Real c = cos[j], s = sin[j];
       const Real a = x(t, i), b = x(t, i + 1);
       x(t, i) = a * c - b * s;
       x(t, i + 1) = a * s + b * c;
     }
+  }
 }
 
 template <class Real>
