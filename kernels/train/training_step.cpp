@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/train/backward_ops.hpp"
+#include "kernels/train/flash_attention.hpp"
 #include "kernels/train/flop_count.hpp"
 #include "kernels/train/forward_ops.hpp"
 #include "kernels/train/linear_gemm.hpp"
@@ -44,6 +45,7 @@ class Step {
     r.model = c_.name;
     r.recipe = recipe_.name;
     r.policy = policy_.spec;
+    r.attention = attention_kind_name(in_.attention);
     r.tokens = T_;
     r.shapes_only = ledger_.shapes_only();
     ledger_.begin_phase("setup");
@@ -77,10 +79,11 @@ class Step {
     return make_tensor<Real>(ledger_, rows, cols, cat, eb_);
   }
   Tensor<Real> make(Saved s, MemoryCategory cat) {
-    const Shape sh = saved_shape(s, c_, T_);
+    const Shape sh = saved_shape(s, c_, T_, in_.attention);
     return make(sh.rows, sh.cols, cat);
   }
   bool compute() const { return !ledger_.shapes_only(); }
+  bool flash() const { return in_.attention == AttentionKind::flash; }
   GemmCall call(const std::string& layer, GemmKind kind) const {
     return {ledger_, recipe_.resolve(layer, kind), &recipe_.resolve(layer, GemmKind::dgrad),
             &recipe_.resolve(layer, GemmKind::fprop), eb_};
@@ -89,11 +92,20 @@ class Step {
 
   // Computes saved tensor s of block l from `have` (its inputs) into a new tensor of `cat`.
   // Used alike by forward and by recompute, so a recomputed tensor is the same computation.
-  Tensor<Real> produce(int l, Saved s, const std::array<const Tensor<Real>*, kSavedCount>& have, MemoryCategory cat) {
+  // Under flash, producing p (the log-sum-exp) also writes o, into a tensor of `o_cat` that the
+  // next call, for o, returns: the two come from one op (layer_graph.hpp).
+  Tensor<Real> produce(int l, Saved s, const std::array<const Tensor<Real>*, kSavedCount>& have, MemoryCategory cat,
+                       MemoryCategory o_cat) {
     const LayerWeights<Real>& w = w_.layers[static_cast<std::size_t>(l)];
     const auto in = [&](Saved x) -> const Tensor<Real>& { return *have[static_cast<std::size_t>(x)]; };
-    Tensor<Real> out = make(in(Saved::x_in).rows == T_ ? saved_shape(s, c_, T_).rows : in(Saved::x_in).rows,
-                            saved_shape(s, c_, T_).cols, cat);
+    if (flash() && s == Saved::o) {
+      if (flash_o_.rows == 0) throw std::logic_error("flash attention: o asked for before the op that writes it");
+      Tensor<Real> o = std::move(flash_o_);
+      flash_o_ = Tensor<Real>();
+      return o;
+    }
+    const Shape shape = saved_shape(s, c_, T_, in_.attention);
+    Tensor<Real> out = make(in(Saved::x_in).rows == T_ ? shape.rows : in(Saved::x_in).rows, shape.cols, cat);
     switch (s) {
       case Saved::a:
         if (compute()) rmsnorm_forward(in(Saved::x_in), w.rms_att, out);
@@ -106,7 +118,14 @@ class Step {
       }
       case Saved::v: fprop(call(name(l, "wv"), GemmKind::fprop), in(Saved::a), w.wv, out); break;
       case Saved::p:
-        if (compute()) attention_scores(in(Saved::q), in(Saved::k), c_.heads, c_.kv_heads, out);
+        if (flash()) {
+          flash_o_ = make(Saved::o, o_cat);
+          Tensor<Real> tiles = make(c_.heads, flash_forward_lane_elements(c_.head_size()), MemoryCategory::workspace);
+          if (compute())
+            flash_attention_forward(in(Saved::q), in(Saved::k), in(Saved::v), c_.heads, c_.kv_heads, flash_o_, out, tiles);
+        } else if (compute()) {
+          attention_scores(in(Saved::q), in(Saved::k), c_.heads, c_.kv_heads, out);
+        }
         break;
       case Saved::o:
         if (compute()) attention_output(in(Saved::p), in(Saved::v), c_.heads, c_.kv_heads, out);
@@ -146,8 +165,10 @@ class Step {
       have[0] = &out[0];
       for (int s = 1; s < kSavedCount; ++s) {
         const auto saved = static_cast<Saved>(s);
-        out[static_cast<std::size_t>(s)] =
-            produce(l, saved, have, plan[saved] == Keep::keep ? MemoryCategory::saved_activations : MemoryCategory::workspace);
+        const auto category = [&](Saved t) {
+          return plan[t] == Keep::keep ? MemoryCategory::saved_activations : MemoryCategory::workspace;
+        };
+        out[static_cast<std::size_t>(s)] = produce(l, saved, have, category(saved), category(Saved::o));
         have[static_cast<std::size_t>(s)] = &out[static_cast<std::size_t>(s)];
       }
       // x_out = x_mid + g W2^T: the next block's input, saved.
@@ -160,7 +181,7 @@ class Step {
         Tensor<Real>& value = out[static_cast<std::size_t>(s)];
         if (slot.keep == Keep::keep) slot.value = std::move(value);
         if (slot.keep == Keep::fp8) {
-          slot.fp8_bytes = ledger_.allocate(static_cast<std::size_t>(kept_bytes(static_cast<Saved>(s), Keep::fp8, c_, T_, eb_)),
+          slot.fp8_bytes = ledger_.allocate(static_cast<std::size_t>(kept_bytes(static_cast<Saved>(s), Keep::fp8, c_, T_, eb_, in_.attention)),
                                             MemoryCategory::saved_activations);
           if (compute()) {
             const std::vector<float> values(value.data(), value.data() + value.size());
@@ -204,11 +225,14 @@ class Step {
         have[static_cast<std::size_t>(s)] = &made[static_cast<std::size_t>(s)];
       }
     }
-    const auto needed = recompute_closure(policy_.blocks[static_cast<std::size_t>(l)]);
+    const auto needed = recompute_closure(policy_.blocks[static_cast<std::size_t>(l)], in_.attention);
     for (int s = 1; s < kSavedCount; ++s) {
       const auto saved = static_cast<Saved>(s);
       if (!needed[static_cast<std::size_t>(s)] || (policy_.slices > 0 && is_mlp(saved))) continue;
-      made[static_cast<std::size_t>(s)] = produce(l, saved, have, MemoryCategory::recompute_workspace);
+      Tensor<Real> value = produce(l, saved, have, MemoryCategory::recompute_workspace, MemoryCategory::recompute_workspace);
+      // Only flash's p and o can be needed while stored (the op writes both): backward reads what was stored.
+      if (have[static_cast<std::size_t>(s)]) continue;
+      made[static_cast<std::size_t>(s)] = std::move(value);
       have[static_cast<std::size_t>(s)] = &made[static_cast<std::size_t>(s)];
     }
     r.recompute_seconds += seconds_since(start);
@@ -237,7 +261,8 @@ class Step {
       for (Saved s : {Saved::b, Saved::h1, Saved::h3, Saved::g}) {
         if (policy_.slices > 0) {
           const auto start = Clock::now();
-          part[static_cast<std::size_t>(s)] = produce(l, s, slice_have, MemoryCategory::recompute_workspace);
+          part[static_cast<std::size_t>(s)] =
+              produce(l, s, slice_have, MemoryCategory::recompute_workspace, MemoryCategory::recompute_workspace);
           r.recompute_seconds += seconds_since(start);
         } else {
           part[static_cast<std::size_t>(s)] = row_view(at(s), r0, r1);
@@ -282,8 +307,16 @@ class Step {
     wgrad(call(name(l, "wo"), GemmKind::wgrad), dx_mid, at(Saved::o), gw.wo, false, 0, T_);
     Tensor<Real> dq = make(T_, c_.dim, MemoryCategory::workspace), dk = make(T_, c_.kv_dim(), MemoryCategory::workspace),
                  dv = make(T_, c_.kv_dim(), MemoryCategory::workspace);
-    if (compute()) {
+    if (flash()) {  // D = rowsum(dO o) per head and the kv-head lanes' tiles: workspace of the op
+      Tensor<Real> delta = make(c_.heads, T_, MemoryCategory::workspace);
+      Tensor<Real> tiles = make(c_.kv_heads, flash_backward_lane_elements(c_.head_size()), MemoryCategory::workspace);
+      if (compute())
+        flash_attention_backward(at(Saved::q), at(Saved::k), at(Saved::v), at(Saved::o), at(Saved::p), d_o, c_.heads,
+                                 c_.kv_heads, dq, dk, dv, delta, tiles);
+    } else if (compute()) {
       attention_backward(at(Saved::p), at(Saved::q), at(Saved::k), at(Saved::v), d_o, c_.heads, c_.kv_heads, dq, dk, dv);
+    }
+    if (compute()) {
       rope_inplace(dq, c_.head_size(), -1.0);  // rotations are orthogonal: the gradient rotates back
       rope_inplace(dk, c_.head_size(), -1.0);
     }
@@ -339,22 +372,15 @@ class Step {
   }
 
   void report_plan(StepReport& r) const {
-    double none_bytes = 0, kept = 0;
-    int any = 0, full = 0;
-    for (const BlockPlan& plan : policy_.blocks) {
-      for (int s = 0; s < kSavedCount; ++s) {
-        none_bytes += static_cast<double>(kept_bytes(static_cast<Saved>(s), Keep::keep, c_, T_, eb_));
-        kept += static_cast<double>(kept_bytes(static_cast<Saved>(s), plan.saved[static_cast<std::size_t>(s)], c_, T_, eb_));
-      }
-      r.recompute_flops += recompute_flops(plan, c_, T_);
-      any += plan.any_recompute();
-      full += plan.fully_recomputed();
-    }
-    r.activation_bytes_not_kept_fraction = 1.0 - kept / none_bytes;
-    r.step_flops = flops::step_without_recompute(c_, static_cast<double>(T_));
+    const PlanFigures f = plan_figures(policy_, c_, T_, eb_);
+    r.activation_bytes_not_kept_fraction = f.activation_bytes_not_kept_fraction;
+    r.recompute_flops = f.recompute_flops;
+    r.layers_recomputed_fraction = f.layers_recomputed_fraction;
+    r.layers_fully_recomputed_fraction = f.layers_fully_recomputed_fraction;
+    const auto T = static_cast<double>(T_);
+    r.step_flops = flops::step_without_recompute(c_, T, in_.attention);
+    r.attention_recompute_flops = c_.layers * flops::attention_backward_recompute(c_, T, in_.attention);
     r.recompute_flops_fraction = r.recompute_flops / r.step_flops;
-    r.layers_recomputed_fraction = static_cast<double>(any) / c_.layers;
-    r.layers_fully_recomputed_fraction = static_cast<double>(full) / c_.layers;
   }
 
   const StepInput& in_;
@@ -367,6 +393,7 @@ class Step {
   ModelWeights<Real> w_, grad_;
   std::vector<std::array<SavedSlot<Real>, kSavedCount>> saved_;
   Tensor<Real> x_last_, final_norm_, grad_dx_;
+  Tensor<Real> flash_o_;  // flash forward's o, between producing p and handing o over
 
 };
 
@@ -384,6 +411,9 @@ StepResult run_training_step(const StepInput& input, const PrecisionRecipe& reci
   if (static_cast<int>(policy.blocks.size()) != input.model.layers)
     throw std::invalid_argument("policy '" + policy.spec + "' was made for " + std::to_string(policy.blocks.size()) +
                                 " blocks, the model has " + std::to_string(input.model.layers));
+  if (policy.attention != input.attention)
+    throw std::invalid_argument("policy '" + policy.spec + "' was made for " + attention_kind_name(policy.attention) +
+                                " attention, the step runs " + attention_kind_name(input.attention));
   if (policy.slices > 0 && T % policy.slices != 0)
     throw std::invalid_argument("policy '" + policy.spec + "': " + std::to_string(policy.slices) + " slices do not divide " +
                                 std::to_string(T) + " positions");

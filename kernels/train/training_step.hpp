@@ -15,6 +15,7 @@
 #include "data/llama2c_checkpoint.hpp"
 #include "kernels/memory_ledger.hpp"
 #include "kernels/train/activation_policy.hpp"
+#include "kernels/train/attention_kind.hpp"
 #include "kernels/train/model_config.hpp"
 #include "kernels/train/precision_recipe.hpp"
 
@@ -28,10 +29,13 @@ struct StepInput {
   int element_bytes = 0;                  // shapes-only: counted width of every tensor (0: that of the compute type)
   double loss_scale = 1.0;                // dynamic loss scaling: multiplies dLoss/dlogits (so every gradient);
                                           // the reported loss stays unscaled; finite and > 0
+  // naive (the default, so that every study made before flash keeps its bits and figures) or
+  // flash; the policy must have been made for the same kind (make_policy's last argument).
+  AttentionKind attention = AttentionKind::naive;
 };
 
 struct StepReport {
-  std::string model, recipe, policy;
+  std::string model, recipe, policy, attention;
   std::int64_t tokens = 0;
   bool shapes_only = false;
   double loss = 0;  // NaN in shapes-only mode
@@ -42,7 +46,9 @@ struct StepReport {
   std::size_t saved_activation_bytes = 0;           // saved activations live at the end of forward
   std::vector<std::size_t> saved_bytes_per_block;   // what each block added to them
   double activation_bytes_not_kept_fraction = 0;    // 1 - blocks' kept bytes / `none`'s
-  double step_flops = 0;                            // forward + backward without recompute
+  double step_flops = 0;                            // forward + backward without policy recompute
+  double attention_recompute_flops = 0;             // of which flash backward's recompute of the probabilities
+                                                    // (flop_count.hpp; 0 under naive)
   double recompute_flops = 0;
   double recompute_flops_fraction = 0;              // recompute_flops / step_flops
   double layers_recomputed_fraction = 0;            // blocks recomputing anything / blocks
@@ -62,7 +68,8 @@ struct StepResult {
 };
 
 // Throws std::invalid_argument for an invalid model, recipe (validated against the model),
-// too few tokens, a token outside the vocabulary, or missing weights.
+// too few tokens, a token outside the vocabulary, missing weights, or a policy made for
+// another model or attention kind.
 StepResult run_training_step(const StepInput& input, const PrecisionRecipe& recipe, const ActivationPolicy& policy,
                              MemoryLedger& ledger);
 
