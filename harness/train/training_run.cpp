@@ -44,6 +44,7 @@ Sequences run_sequences(const ModelConfig& model, const LlamaWeights& weights, c
     const auto first = stream.begin() + static_cast<std::ptrdiff_t>(start);
     StepInput input{model, &weights, std::vector<int>(first, first + static_cast<std::ptrdiff_t>(seq_len + 1))};
     input.loss_scale = loss_scale;
+    input.attention = policy.attention;
     StepResult r = run_training_step(input, recipe, policy, ledger);
     s.loss_sum += r.report.loss;
     s.peak_bytes = std::max(s.peak_bytes, r.report.peak_bytes_total);
@@ -78,7 +79,7 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
   const ModelConfig model = config_of(initial);
   const PrecisionRecipe& recipe = config.recipe;
   recipe.validate(model);
-  const ActivationPolicy policy = make_policy(config.policy, model, config.seq_len + 1, 4);
+  const ActivationPolicy policy = make_policy(config.policy, model, config.seq_len + 1, 4, config.attention);
   const BatchSchedule schedule(static_cast<std::int64_t>(train.tokens.size()), config.batch, config.seq_len, config.order,
                                config.data_seed);
   std::vector<std::int64_t> val_starts;
