@@ -6,30 +6,19 @@
 #include <limits>
 #include <stdexcept>
 
-#include "kernels/cpu/quantize.hpp"
 #include "kernels/train/backward_ops.hpp"
 #include "kernels/train/flash_attention.hpp"
 #include "kernels/train/flop_count.hpp"
 #include "kernels/train/forward_ops.hpp"
 #include "kernels/train/linear_gemm.hpp"
 #include "kernels/train/model_weights.hpp"
+#include "kernels/train/saved_slot.hpp"
 
 namespace fp8lab::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// What DeepSeek-V3 caches linear inputs as: E4M3, 1x128 tiles, FP32 scales.
-const QuantizeConfig kFp8Cache{Fp8Format::e4m3, Granularity::tile(128), ScaleRule::fp32};
-
-template <class Real>
-struct SavedSlot {
-  Keep keep = Keep::keep;
-  Tensor<Real> value;      // keep
-  QuantizedTensor fp8;     // fp8 (codes and scales; the ledger counts their bytes in fp8_bytes)
-  DeviceBuffer fp8_bytes;
-};
 
 template <class Real>
 class Step {
@@ -176,19 +165,9 @@ class Step {
       fprop(call(name(l, "w2"), GemmKind::fprop), out[static_cast<std::size_t>(Saved::g)], w_.layers[static_cast<std::size_t>(l)].w2, x);
       if (compute()) add_inplace(x, out[static_cast<std::size_t>(Saved::x_mid)]);
       for (int s = 0; s < kSavedCount; ++s) {
-        SavedSlot<Real>& slot = slots[static_cast<std::size_t>(s)];
-        slot.keep = plan.saved[static_cast<std::size_t>(s)];
-        Tensor<Real>& value = out[static_cast<std::size_t>(s)];
-        if (slot.keep == Keep::keep) slot.value = std::move(value);
-        if (slot.keep == Keep::fp8) {
-          slot.fp8_bytes = ledger_.allocate(static_cast<std::size_t>(kept_bytes(static_cast<Saved>(s), Keep::fp8, c_, T_, eb_, in_.attention)),
-                                            MemoryCategory::saved_activations);
-          if (compute()) {
-            const std::vector<float> values(value.data(), value.data() + value.size());
-            slot.fp8 = cpu::quantize(values, value.rows, value.cols, kFp8Cache);
-          }
-        }
-        value = Tensor<Real>();
+        const auto fp8_count = kept_bytes(static_cast<Saved>(s), Keep::fp8, c_, T_, eb_, in_.attention);
+        slots[static_cast<std::size_t>(s)].store(plan.saved[static_cast<std::size_t>(s)], out[static_cast<std::size_t>(s)],
+                                                 ledger_, static_cast<std::size_t>(fp8_count));
       }
       const std::size_t now = ledger_.live(MemoryCategory::saved_activations) - x.buffer.bytes();
       r.saved_bytes_per_block.push_back(now - saved_before);
@@ -218,10 +197,7 @@ class Step {
       if (slot.keep == Keep::keep) have[static_cast<std::size_t>(s)] = &slot.value;
       if (slot.keep == Keep::fp8) {
         made[static_cast<std::size_t>(s)] = make(static_cast<Saved>(s), MemoryCategory::recompute_workspace);
-        if (compute()) {
-          const std::vector<float> values = cpu::dequantize(slot.fp8);
-          std::copy(values.begin(), values.end(), made[static_cast<std::size_t>(s)].data());
-        }
+        slot.load_fp8(made[static_cast<std::size_t>(s)]);
         have[static_cast<std::size_t>(s)] = &made[static_cast<std::size_t>(s)];
       }
     }
@@ -401,28 +377,7 @@ class Step {
 
 StepResult run_training_step(const StepInput& input, const PrecisionRecipe& recipe, const ActivationPolicy& policy,
                              MemoryLedger& ledger) {
-  input.model.validate();
-  recipe.validate(input.model);
-  const std::int64_t T =
-      ledger.shapes_only() && input.tokens.empty() ? input.positions : static_cast<std::int64_t>(input.tokens.size());
-  if (T < 2) throw std::invalid_argument("tokens: a step needs at least 2 positions, not " + std::to_string(T));
-  if (!(input.loss_scale > 0) || !std::isfinite(input.loss_scale))
-    throw std::invalid_argument("loss_scale: must be finite and > 0, not " + std::to_string(input.loss_scale));
-  if (static_cast<int>(policy.blocks.size()) != input.model.layers)
-    throw std::invalid_argument("policy '" + policy.spec + "' was made for " + std::to_string(policy.blocks.size()) +
-                                " blocks, the model has " + std::to_string(input.model.layers));
-  if (policy.attention != input.attention)
-    throw std::invalid_argument("policy '" + policy.spec + "' was made for " + attention_kind_name(policy.attention) +
-                                " attention, the step runs " + attention_kind_name(input.attention));
-  if (policy.slices > 0 && T % policy.slices != 0)
-    throw std::invalid_argument("policy '" + policy.spec + "': " + std::to_string(policy.slices) + " slices do not divide " +
-                                std::to_string(T) + " positions");
-  if (!ledger.shapes_only()) {
-    if (!input.weights) throw std::invalid_argument("weights: an allocating step needs weights");
-    for (int t : input.tokens)
-      if (t < 0 || t >= input.model.vocab)
-        throw std::invalid_argument("tokens: " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(input.model.vocab));
-  }
+  check_step_input(input, recipe, policy, ledger.shapes_only());
   if (recipe.fp64()) return Step<double>(input, recipe, policy, ledger).run();
   return Step<float>(input, recipe, policy, ledger).run();
 }

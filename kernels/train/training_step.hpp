@@ -73,4 +73,9 @@ struct StepResult {
 StepResult run_training_step(const StepInput& input, const PrecisionRecipe& recipe, const ActivationPolicy& policy,
                              MemoryLedger& ledger);
 
+// The checks run_training_step makes first (the same exceptions), for a ledger that allocates
+// or not; returns the step's positions T.
+std::int64_t check_step_input(const StepInput& input, const PrecisionRecipe& recipe, const ActivationPolicy& policy,
+                              bool shapes_only);
+
 }  // namespace fp8lab::train
