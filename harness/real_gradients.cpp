@@ -18,15 +18,18 @@ bool is_linear_weight(const std::string& name) {
   return name == "embedding";
 }
 
-RealGradients compute() {
+RealGradients compute(train::AttentionKind attention) {
   const RealLayers& layers = stories260k_layers();  // the token batch and every linear's dY
   const LlamaWeights weights = load_llama2c_checkpoint(find_data_file("stories260K/stories260K.bin"), kStories260kSha256);
   const train::ModelConfig model = train::config_of(weights);
   HostAllocator host;
   MemoryLedger ledger(&host);
-  const train::StepResult step =
-      train::run_training_step({model, &weights, layers.tokens}, train::named_recipe("fp32"),
-                               train::make_policy("none", model, static_cast<std::int64_t>(layers.tokens.size()), 4), ledger);
+  train::StepInput input{model, &weights, layers.tokens};
+  input.attention = attention;
+  const train::StepResult step = train::run_training_step(
+      input, train::named_recipe("fp32"),
+      train::make_policy("none", model, static_cast<std::int64_t>(layers.tokens.size()), 4, attention), ledger);
+  const std::string engine = attention == train::AttentionKind::naive ? "engine, fp32 recipe" : "engine, fp32 recipe, flash attention";
   const ReferenceStep reference = reference_step(weights, layers.tokens);
   RealGradients out{weights.file.string(), weights.sha256, {}};
   const std::string checkpoint = "checkpoint=" + out.checkpoint + " (sha256 " + out.checkpoint_sha256 + "), " +
@@ -36,7 +39,7 @@ RealGradients compute() {
     if (!is_linear_weight(g.name)) continue;
     if (reference.gradients[i].name != g.name) throw std::logic_error("real gradients: engine and reference disagree on " + g.name);
     RealGradient t{g.name + ".dW", "weight", g.rows, g.cols, {}, reference.gradients[i].values,
-                   "stories260K real weight gradient " + g.name + ".dW (engine, fp32 recipe; FP64 reference beside it), " +
+                   "stories260K real weight gradient " + g.name + ".dW (" + engine + "; FP64 reference beside it), " +
                        checkpoint};
     t.fp32.assign(g.values.begin(), g.values.end());  // the fp32 recipe's values, held exactly in double
     out.tensors.push_back(std::move(t));
@@ -57,13 +60,17 @@ RealGradients compute() {
 
 }  // namespace
 
-const RealGradients& stories260k_gradients() {
-  static const RealGradients gradients = compute();
-  return gradients;
+const RealGradients& stories260k_gradients(train::AttentionKind attention) {
+  if (attention == train::AttentionKind::flash) {
+    static const RealGradients flash = compute(attention);
+    return flash;
+  }
+  static const RealGradients naive = compute(attention);
+  return naive;
 }
 
-const RealGradient& find_real_gradient(const std::string& name) {
-  for (const RealGradient& g : stories260k_gradients().tensors)
+const RealGradient& find_real_gradient(const std::string& name, train::AttentionKind attention) {
+  for (const RealGradient& g : stories260k_gradients(attention).tensors)
     if (g.name == name) return g;
   throw std::invalid_argument("tensor '" + name + "' is not a real gradient of stories260K (L0..L4 .wq .wk .wv .wo .w1 .w2 "
                               ".w3 with .dW or .dY, embedding.dW, classifier.dY) nor 'lognormal'");

@@ -5,7 +5,8 @@
 //                  training-step engine (kernels/train) under the fp32 recipe, with the FP64
 //                  reference's gradient (harness/train_step_errors reference_step) beside it;
 //                  "embedding.dW" is the classifier's weight gradient, which the tied embedding
-//                  shares with the token lookup (llama2.c ties them);
+//                  shares with the token lookup (llama2.c ties them); the engine's attention is
+//                  naive unless asked otherwise (flash: named in `source`);
 //   "<linear>.dY"  the activation gradient dLoss/dY of every linear's output (also
 //                  "classifier.dY"): the engine does not expose these, so they come from the
 //                  FP64 reference's backward pass (reference/llama_fp64_ref llama_backward),
@@ -13,6 +14,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "kernels/train/attention_kind.hpp"
 
 namespace fp8lab {
 
@@ -30,10 +33,10 @@ struct RealGradients {
   std::vector<RealGradient> tensors;
 };
 
-// Computed once per process (the checkpoint's sha256 checked on load).
-const RealGradients& stories260k_gradients();
-// Throws std::invalid_argument listing what exists.
-const RealGradient& find_real_gradient(const std::string& name);
+// Computed once per process and attention kind (the checkpoint's sha256 checked on load).
+const RealGradients& stories260k_gradients(train::AttentionKind attention = train::AttentionKind::naive);
+// Throws std::invalid_argument listing what exists (the names do not depend on the attention).
+const RealGradient& find_real_gradient(const std::string& name, train::AttentionKind attention = train::AttentionKind::naive);
 // The names, in model order.
 std::vector<std::string> real_gradient_names();
 

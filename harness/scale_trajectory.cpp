@@ -45,7 +45,7 @@ Trajectory run_scale_trajectory(const TrajectoryConfig& c) {
   const train::ModelConfig model = train::config_of(weights);
   const std::vector<int> stream = stories260k_greedy_tokens(weights, static_cast<int>(c.stream_tokens));
   const train::PrecisionRecipe recipe = train::named_recipe("fp16");
-  const train::ActivationPolicy policy = train::make_policy("none", model, c.tokens, 4);
+  const train::ActivationPolicy policy = train::make_policy("none", model, c.tokens, 4, c.attention);
   HostAllocator host;
   MemoryLedger ledger(&host);
   FoundInfFlag found_inf(ledger);
@@ -58,6 +58,7 @@ Trajectory run_scale_trajectory(const TrajectoryConfig& c) {
     const auto offset = static_cast<std::ptrdiff_t>(windows() % static_cast<std::uint64_t>(c.stream_tokens - c.tokens + 1));
     train::StepInput input{model, &weights, std::vector<int>(stream.begin() + offset, stream.begin() + offset + c.tokens)};
     input.loss_scale = delayed ? c.delayed_loss_scale : scaler.scale();
+    input.attention = c.attention;
     train::StepResult r = train::run_training_step(input, recipe, policy, ledger);
     std::vector<std::vector<float>> grads;
     for (const train::NamedGradient& g : r.gradients) grads.emplace_back(g.values.begin(), g.values.end());

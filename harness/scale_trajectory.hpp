@@ -28,6 +28,7 @@
 
 #include "kernels/loss_scaling/delayed_scaling.hpp"
 #include "kernels/loss_scaling/loss_scaler_config.hpp"
+#include "kernels/train/attention_kind.hpp"
 
 namespace fp8lab {
 
@@ -42,6 +43,9 @@ struct TrajectoryConfig {
   float learning_rate = 0.05f;
   std::int64_t overflow_every = 0;  // 0: no injected overflow
   std::uint64_t seed = 1;
+  // The engine step's attention: naive by default, so that the study's committed figures stay
+  // reproducible (kernels/train/attention_kind.hpp).
+  train::AttentionKind attention = train::AttentionKind::naive;
 };
 
 struct Trajectory {

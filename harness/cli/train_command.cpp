@@ -15,7 +15,7 @@ namespace {
 
 struct TrainFlags {
   std::string recipe = "fp32", init = "stories260K", model = "stories260K", tokens = "sampled", val_tokens, policy = "none",
-              moments = "fp32", schedule = "constant", order = "sequential";
+              moments = "fp32", schedule = "constant", order = "sequential", attention = "flash";
   std::int64_t batch = 4, seq_len = 64, steps = 100, warmup = 0, val_every = 0, val_sequences = 8, sample_tokens = 32768,
                checkpoint_every = 50, stats_every = 10;
   double lr = 1e-3, min_lr = 0, weight_decay = 0.01, clip = 0;
@@ -61,7 +61,8 @@ std::string spec_text(const TrainFlags& f) {
          "\nschedule = " + quoted(f.schedule) + "\nwarmup = " + std::to_string(f.warmup) +
          "\nweight_decay = " + number(f.weight_decay) + "\nmoments = " + quoted(f.moments) +
          "\ndecay_norm_gains = " + (f.no_decay_norm_gains ? "false" : "true") + "\nclip = " + number(f.clip) +
-         "\npolicy = " + quoted(f.policy) + "\nval_every = " + std::to_string(f.val_every) +
+         "\npolicy = " + quoted(f.policy) + "\nattention = " + quoted(f.attention) +
+         "\nval_every = " + std::to_string(f.val_every) +
          "\nval_sequences = " + std::to_string(f.val_sequences) + "\ncheckpoint_every = " +
          std::to_string(f.checkpoint_every) + "\nsave_weights = " + (f.save_weights ? "true" : "false") + "\nstats_every = " +
          std::to_string(f.stats_every) + "\n";
@@ -77,7 +78,8 @@ const std::map<std::string, std::string> kFlagOf = {
     {"training.warmup", "--warmup"},     {"training.weight_decay", "--weight-decay"},
     {"training.moments", "--moments"},   {"training.clip", "--clip"},       {"training.policy", "--policy"},
     {"training.val_every", "--val-every"}, {"training.val_sequences", "--val-sequences"},
-    {"training.checkpoint_every", "--checkpoint-every"}, {"training.stats_every", "--stats-every"}};
+    {"training.checkpoint_every", "--checkpoint-every"}, {"training.stats_every", "--stats-every"},
+    {"training.attention", "--attention"}};
 
 // "fp8lab train:6:11: field 'axes.recipe': ..." -> "fp8lab train: --recipe: ..." (the line and
 // column are of the spec the flags became, which the user never saw).
@@ -121,6 +123,8 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--moments", f->moments, "AdamW moments: fp32 or bf16")->capture_default_str();
   sub->add_option("--clip", f->clip, "Global gradient-norm clipping (0: off)")->capture_default_str();
   sub->add_option("--policy", f->policy, "Activation policy (none, full, ...)")->capture_default_str();
+  sub->add_option("--attention", f->attention, "flash (blockwise: o and the log-sum-exp kept) or naive (probabilities kept)")
+      ->capture_default_str();
   sub->add_option("--val-every", f->val_every, "Validation loss every N steps and at the end (0: never)")->capture_default_str();
   sub->add_option("--val-sequences", f->val_sequences, "Validation sequences")->capture_default_str();
   CLI::Option* seed = sub->add_option("--seed", f->seed, "Seed of the shuffled order (with --init seed:N, N seeds both)")

@@ -15,6 +15,10 @@
 // once and "lognormal[sigma=S,seed=N]" for each combination, with `sigma` and `seed` as
 // coordinates along it; no grid cell repeats a real tensor.
 //
+// Settings: [lognormal] rows, cols, median_log2; [real] attention ("naive", the default, or
+// "flash": the attention of the engine step that gives the real .dW gradients,
+// kernels/train/attention_kind.hpp; also the root attribute `attention`).
+//
 // FP8 with current scaling (e4m3:tensor, e5m2:tile:1x128, ...) divides by the tensor's or
 // tile's own amax, so the loss scale cancels up to the FP32 rounding of the scale factor: its
 // rows are flat in s, which is the point of showing them beside FP16's window.
@@ -79,6 +83,11 @@ class LossScalingStudy final : public StudyKind {
     if (rows_ < 1 || rows_ > (1 << 16)) throw spec.error("lognormal.rows", "must be in 1..65536");
     if (cols_ < 1 || cols_ > (1 << 16)) throw spec.error("lognormal.cols", "must be in 1..65536");
     if (median_log2_ < -120 || median_log2_ > 100) throw spec.error("lognormal.median_log2", "must be in -120..100");
+    try {
+      attention_ = train::parse_attention_kind(spec.get_string("real.attention", "naive"));
+    } catch (const std::invalid_argument& e) {
+      throw spec.error("real.attention", e.what());
+    }
   }
 
   void check_grid(const StudySpec&, const std::vector<Point>&) const override {}
@@ -142,7 +151,7 @@ class LossScalingStudy final : public StudyKind {
 
   double point_cost(const Point& p) const override {
     if (p.at("tensor") == kLognormal) return static_cast<double>(rows_ * cols_);
-    const RealGradient& g = find_real_gradient(p.at("tensor"));
+    const RealGradient& g = find_real_gradient(p.at("tensor"), attention_);
     return static_cast<double>(g.rows * g.cols);
   }
 
@@ -152,13 +161,17 @@ class LossScalingStudy final : public StudyKind {
     return {static_cast<std::uint64_t>(rows_ * cols_) * 48, "lognormal.rows"};
   }
 
+  std::map<std::string, std::string> settings_attributes() const override {
+    return {{"attention", train::attention_kind_name(attention_)}};
+  }
+
   std::string operand_description() const override {
     return "real stories260K gradients (harness/real_gradients.hpp) and/or synthetic lognormal gradients "
            "g = sign * 2^(median_log2 + sigma z), z ~ N(0,1), per point in the `operands` variable";
   }
 
   std::string operand_provenance(const Point& p) const override {
-    if (p.at("tensor") != kLognormal) return find_real_gradient(p.at("tensor")).source;
+    if (p.at("tensor") != kLognormal) return find_real_gradient(p.at("tensor"), attention_).source;
     return "synthetic lognormal gradient " + std::to_string(rows_) + "x" + std::to_string(cols_) +
            ": g = sign * 2^(" + std::to_string(median_log2_) + " + " + p.at("sigma") +
            " z), z ~ N(0,1) and sign from data/synthetic_tensors gaussian seeds " +
@@ -195,7 +208,7 @@ class LossScalingStudy final : public StudyKind {
         t.fp32.push_back(static_cast<float>(g));
       }
     } else {
-      const RealGradient& g = find_real_gradient(p.at("tensor"));
+      const RealGradient& g = find_real_gradient(p.at("tensor"), attention_);
       t.gradient = g.gradient;
       t.rows = g.rows;
       t.cols = g.cols;
@@ -214,6 +227,7 @@ class LossScalingStudy final : public StudyKind {
   }
 
   std::int64_t rows_ = 256, cols_ = 1024, median_log2_ = -20;
+  train::AttentionKind attention_ = train::AttentionKind::naive;
   Tensor cached_;
 };
 

@@ -12,6 +12,10 @@
 // relative to the spec, experiments/recipes/), tokens (positions per step, micro-batch 1).
 // Settings: [step] element_bytes (the counted width of every tensor in shapes-only points,
 // default 2: 16-bit), shapes_only (run the stories260K points shapes-only too, default false),
+// attention ("naive", the default, so that the committed figures stay reproducible: the
+// probabilities are saved, or recomputed per the policy; "flash": the log-sum-exp is saved
+// instead and backward recomputes the probabilities, kernels/train/attention_kind.hpp; recorded
+// as the root attribute `attention`),
 // metrics (comma-separated subset that must be measurable: asking a shapes-only point for an
 // allocating-only metric is an error).
 //
@@ -97,7 +101,9 @@ class RecomputeStudy final : public StudyKind {
       if (!is_number(v) || std::stoll(v) < 2 || std::stoll(v) > 1 << 20)
         throw std::invalid_argument("tokens '" + v + "' is not an integer in [2, 1048576]");
     } else if (axis == "policy" && !v.starts_with("slices:")) {
-      make_policy(v, model_preset(kRealModel), 64, 4);  // the spec's own checks; slices against tokens in check_grid
+      // The spec's own checks (flash accepts what naive does and `lse`; check_grid checks
+      // against step.attention); slices against tokens in check_grid.
+      make_policy(v, model_preset(kRealModel), 64, 4, AttentionKind::flash);
     } else if (axis == "cache" && std::find(kCacheValues.begin(), kCacheValues.end(), v) == kCacheValues.end()) {
       throw std::invalid_argument("cache '" + v + "' is not one of policy, compute, fp8");
     }
@@ -110,6 +116,11 @@ class RecomputeStudy final : public StudyKind {
     if (element_bytes_ != 1 && element_bytes_ != 2 && element_bytes_ != 4 && element_bytes_ != 8)
       throw spec.error("step.element_bytes", "must be 1, 2, 4 or 8");
     all_shapes_only_ = spec.get_int("step.shapes_only", 0) != 0;
+    try {
+      attention_ = parse_attention_kind(spec.get_string("step.attention", "naive"));
+    } catch (const std::invalid_argument& e) {
+      throw spec.error("step.attention", e.what());
+    }
     // The block dimension spans the largest model listed (unknown names are validate_value's to refuse).
     max_layers_ = model_preset(kRealModel).layers;
     for (const Axis& a : spec.axes)
@@ -135,7 +146,7 @@ class RecomputeStudy final : public StudyKind {
       const ModelConfig model = model_preset(p.at("model"));
       const std::int64_t T = std::stoll(p.at("tokens"));
       try {
-        make_policy(p.at("policy"), model, T, element_bytes(p));
+        policy(p, model, T);
       } catch (const std::invalid_argument& e) {
         throw spec.error("axes.policy", e.what());
       }
@@ -156,7 +167,7 @@ class RecomputeStudy final : public StudyKind {
     const std::string& cache = p.at("cache");
     if (cache == "policy") return std::nullopt;
     bool changed = false;
-    with_cache(make_policy(p.at("policy"), model_preset(p.at("model")), T, element_bytes(p)), cache, &changed);
+    with_cache(policy(p, model_preset(p.at("model")), T), cache, &changed);
     if (!changed)
       return "cache=" + cache + " changes nothing under policy " + p.at("policy") +
              (cache == "compute" ? " (it caches nothing in FP8)" : " (it keeps no linear-layer input a, o, b, g)") +
@@ -202,17 +213,17 @@ class RecomputeStudy final : public StudyKind {
     const ModelConfig model = model_preset(p.at("model"));
     const std::int64_t T = std::stoll(p.at("tokens"));
     const PrecisionRecipe r = recipe(p, std::nullopt);
-    const ActivationPolicy policy = with_cache(make_policy(p.at("policy"), model, T, element_bytes(p)), p.at("cache"));
+    const ActivationPolicy plan = with_cache(policy(p, model, T), p.at("cache"));
     Row row = unmeasured_row();
     if (shapes_only(p)) {
       MemoryLedger ledger(nullptr);
-      fill(row, run_training_step({model, nullptr, {}, T, element_bytes(p)}, r, policy, ledger).report);
+      fill(row, run_training_step(input(model, nullptr, {}, T, element_bytes(p)), r, plan, ledger).report);
       return row;
     }
     const Real& real = real_inputs(T);
     HostAllocator host;
     MemoryLedger ledger(&host);
-    const StepResult result = run_training_step({model, &real.weights, real.tokens}, r, policy, ledger);
+    const StepResult result = run_training_step(input(model, &real.weights, real.tokens), r, plan, ledger);
     fill(row, result.report);
     row["loss"] = result.report.loss;
     const GradientErrors e = gradient_errors(result.gradients, real.reference.gradients);
@@ -228,7 +239,7 @@ class RecomputeStudy final : public StudyKind {
     HostAllocator none_host;
     MemoryLedger none_ledger(&none_host);
     const StepResult none =
-        run_training_step({model, &real.weights, real.tokens}, r, make_policy("none", model, T, 4), none_ledger);
+        run_training_step(input(model, &real.weights, real.tokens), r, make_policy("none", model, T, 4, attention_), none_ledger);
     row["grad_rel_frobenius_vs_none"] = gradient_errors(result.gradients, none.gradients).total_rel_frobenius;
     return row;
   }
@@ -245,7 +256,8 @@ class RecomputeStudy final : public StudyKind {
     MemoryLedger ledger(nullptr);
     const PrecisionRecipe r = recipe(p, std::nullopt);
     const int eb = r.fp64() ? 8 : 4;
-    const StepReport report = run_training_step({model, nullptr, {}, T, eb}, r, make_policy(p.at("policy"), model, T, eb), ledger).report;
+    const StepReport report =
+        run_training_step(input(model, nullptr, {}, T, eb), r, make_policy(p.at("policy"), model, T, eb, attention_), ledger).report;
     return {static_cast<std::uint64_t>(report.peak_bytes_total) * 3, "axes.tokens"};
   }
 
@@ -265,6 +277,10 @@ class RecomputeStudy final : public StudyKind {
     return "stories260K real: weights from checkpoint=" + find_data_file("stories260K/stories260K.bin").string() +
            " (sha256 " + kStories260kSha256 + "), tokens: the FP64 model's greedy continuation of BOS, " +
            p.at("tokens") + " positions (a function of those weights)";
+  }
+
+  std::map<std::string, std::string> settings_attributes() const override {
+    return {{"attention", attention_kind_name(attention_)}};
   }
 
   double point_cost(const Point& p) const override {
@@ -288,6 +304,15 @@ class RecomputeStudy final : public StudyKind {
   }
 
   bool shapes_only(const Point& p) const { return all_shapes_only_ || p.at("model") != kRealModel; }
+  ActivationPolicy policy(const Point& p, const ModelConfig& model, std::int64_t T) const {
+    return make_policy(p.at("policy"), model, T, element_bytes(p), attention_);
+  }
+  StepInput input(const ModelConfig& model, const LlamaWeights* weights, std::vector<int> tokens, std::int64_t T = 0,
+                  int eb = 0) const {
+    StepInput in{model, weights, std::move(tokens), T, eb};
+    in.attention = attention_;
+    return in;
+  }
   int element_bytes(const Point& p) const { return shapes_only(p) ? element_bytes_ : 4; }
 
   std::vector<double> per_block(const std::vector<double>& values) const {
@@ -340,6 +365,7 @@ class RecomputeStudy final : public StudyKind {
   int element_bytes_ = 2;
   int max_layers_ = 5;
   bool all_shapes_only_ = false;
+  AttentionKind attention_ = AttentionKind::naive;
   std::set<std::string> requested_;
   std::map<std::int64_t, Real> real_;
 };

@@ -90,6 +90,7 @@ std::map<std::string, std::string> provenance(const StudySpec& spec, const Study
       {"utc_start", utc_now()},
       {"utc_end", ""}};
   for (const auto& [name, value] : build_provenance()) a[name] = value;
+  for (const auto& [name, value] : kind.settings_attributes()) a[name] = value;
   return a;
 }
 

@@ -3,7 +3,9 @@
 // hysteresis rules and FP8 per-tensor delayed scaling of the gradients. Writes `scale`,
 // `found_inf`, `skipped` and `loss` along a trailing `step` dimension.
 //
-// Settings: [training] steps, learning_rate, tokens (per step), stream_tokens;
+// Settings: [training] steps, learning_rate, tokens (per step), stream_tokens, attention
+// ("naive", the default, or "flash": the engine step's attention, kernels/train/attention_kind.hpp;
+// also the root attribute `attention`);
 // [scaler] initial_scale, growth_factor, backoff_factor, hysteresis, min_scale (megatron only:
 // hysteresis and min_scale); [delayed] history_length, margin, reduction, format, tensor,
 // loss_scale. Every bad value is refused naming the field (exit 2).
@@ -67,6 +69,11 @@ class ScaleTrajectoryStudy final : public StudyKind {
     if (base_.tokens < 2 || base_.tokens > 256) throw spec.error("training.tokens", "must be in 2..256");
     if (base_.stream_tokens < base_.tokens || base_.stream_tokens > 512)
       throw spec.error("training.stream_tokens", "must be in tokens..512");
+    try {
+      base_.attention = train::parse_attention_kind(spec.get_string("training.attention", "naive"));
+    } catch (const std::invalid_argument& e) {
+      throw spec.error("training.attention", e.what());
+    }
 
     initial_scale_ = spec.get_double("scaler.initial_scale", 65536.0);
     growth_factor_ = spec.get_double("scaler.growth_factor", 2.0);
@@ -139,6 +146,10 @@ class ScaleTrajectoryStudy final : public StudyKind {
   }
 
   double point_cost(const Point&) const override { return static_cast<double>(base_.steps); }
+
+  std::map<std::string, std::string> settings_attributes() const override {
+    return {{"attention", train::attention_kind_name(base_.attention)}};
+  }
 
   std::string operand_description() const override {
     return std::string("stories260K real weights, checkpoint=") + kStories260kSha256 +

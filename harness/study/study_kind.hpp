@@ -4,6 +4,7 @@
 // knows nothing else about it, so a new kind is a new file plus one line in study_kinds.cpp.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <optional>
@@ -102,6 +103,9 @@ class StudyKind {
   virtual MemoryEstimate memory_estimate(const Point&) const { return {}; }
   // Root attribute: where operand values come from, for the study as a whole.
   virtual std::string operand_description() const = 0;
+  // Further root attributes: settings that shape every point and are no axis (e.g. the
+  // training step's attention kind), so that a reader need not parse spec_toml for them.
+  virtual std::map<std::string, std::string> settings_attributes() const { return {}; }
   // Where this point's operand values come from, true for the point: "stories260K real tensor
   // L3.w1 (sha256 ...)" or "synthetic gaussian, outlier_channels=16, ..., seed=3". Written to
   // the `operands` variable; files named as "PATH (sha256 HEX)" are checked on --resume/merge.

@@ -11,9 +11,11 @@
 //              temperature, sample_seed (the corpus from the stories260K checkpoint itself,
 //              harness/train/story_sampler.hpp; its validation split is a second sample)
 //   [training] batch, seq_len, steps, lr, schedule, warmup, min_lr, weight_decay, beta1, beta2,
-//              eps, moments, decay_norm_gains, clip, policy, val_every, val_sequences,
+//              eps, moments, decay_norm_gains, clip, policy, attention, val_every, val_sequences,
 //              checkpoint_every (steps; 0: only when interrupted), save_weights (bool),
 //              stats_every (FP8 operand statistics on step 0, every N-th step and the last; 0: never)
+//              (attention: "flash", the default, or "naive", kernels/train/attention_kind.hpp;
+//              it and the policy are also root attributes of the results file)
 // Paths are relative to the spec's folder.
 //
 // Checkpoints (harness/train/run_checkpoint.hpp) of a point go to RESULTS.checkpoints/, one file
@@ -108,6 +110,8 @@ class TrainStudy final : public StudyKind {
     run_.decay_norm_gains = spec.get_bool("training.decay_norm_gains", true);
     run_.clip = spec.get_double("training.clip", 0.0);
     run_.policy = spec.get_string("training.policy", "none");
+    guarded(spec, "training.attention",
+            [&] { run_.attention = train::parse_attention_kind(spec.get_string("training.attention", "flash")); });
     run_.val_every = spec.get_int("training.val_every", 0);
     run_.val_sequences = spec.get_int("training.val_sequences", 8);
     run_.stats_every = spec.get_int("training.stats_every", 10);
@@ -282,6 +286,10 @@ class TrainStudy final : public StudyKind {
     row["median_tokens_per_second"] = rates[rates.size() / 2];
     row["train_tokens"] = train_stream_.source;
     return row;
+  }
+
+  std::map<std::string, std::string> settings_attributes() const override {
+    return {{"attention", train::attention_kind_name(run_.attention)}, {"policy", run_.policy}};
   }
 
   double point_cost(const Point&) const override { return static_cast<double>(run_.steps * run_.batch * run_.seq_len); }

@@ -47,6 +47,7 @@ Sequences run_sequences(const ModelConfig& model, const LlamaWeights& weights, c
     input.loss_scale = loss_scale;
     input.operand_stats = operand_stats;
     input.delayed_scales = &delayed;
+    input.attention = policy.attention;
     StepResult r = run_training_step(input, recipe, policy, ledger);
     s.loss_sum += r.report.loss;
     s.peak_bytes = std::max(s.peak_bytes, r.report.peak_bytes_total);
@@ -169,7 +170,7 @@ std::string TrainingRunConfig::describe() const {
   for (const LayerOverride& o : recipe.overrides)
     for (const auto& [kind, g] : {std::pair{"fprop", &o.fprop}, {"dgrad", &o.dgrad}, {"wgrad", &o.wgrad}})
       if (*g) s << "override " << o.layer << " " << kind << " = " << (*g)->describe() << "\n";
-  s << "policy = " << policy << "\nbatch = " << batch << "\nseq_len = " << seq_len << "\nsteps = " << steps
+  s << "policy = " << policy << "\nattention = " << attention_kind_name(attention) << "\nbatch = " << batch << "\nseq_len = " << seq_len << "\nsteps = " << steps
     << "\norder = " << (order == BatchOrder::sequential ? "sequential" : "shuffled") << "\ndata_seed = " << data_seed
     << "\nschedule = " << lr_schedule_name(schedule.kind) << " lr " << schedule.lr << " min_lr " << schedule.min_lr
     << " warmup " << schedule.warmup << "\nadamw = beta1 " << adamw.beta1 << " beta2 " << adamw.beta2 << " eps "
@@ -185,7 +186,7 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
   const ModelConfig model = config_of(initial);
   const PrecisionRecipe& recipe = config.recipe;
   recipe.validate(model);
-  const ActivationPolicy policy = make_policy(config.policy, model, config.seq_len + 1, 4);
+  const ActivationPolicy policy = make_policy(config.policy, model, config.seq_len + 1, 4, config.attention);
   const BatchSchedule schedule(static_cast<std::int64_t>(train.tokens.size()), config.batch, config.seq_len, config.order,
                                config.data_seed);
   std::vector<std::int64_t> val_starts;

@@ -36,6 +36,7 @@
 #include "harness/train/run_checkpoint.hpp"
 #include "harness/train/training_record.hpp"
 #include "harness/train/token_file.hpp"
+#include "kernels/train/attention_kind.hpp"
 #include "kernels/train/precision_recipe.hpp"
 
 namespace fp8lab::train {
@@ -43,6 +44,9 @@ namespace fp8lab::train {
 struct TrainingRunConfig {
   PrecisionRecipe recipe = named_recipe("fp32");  // the loss scaler runs when a GEMM is fp16
   std::string policy = "none";  // activation policy (kernels/train/activation_policy.hpp)
+  // Attention as training stacks run it: flash (blockwise, o and the log-sum-exp kept) by
+  // default for new runs; naive materialises the probabilities (kernels/train/attention_kind.hpp).
+  AttentionKind attention = AttentionKind::flash;
   std::int64_t batch = 1, seq_len = 64, steps = 1;
   BatchOrder order = BatchOrder::sequential;
   std::uint64_t data_seed = 0;  // shuffled order only

@@ -14,8 +14,15 @@ double head_forward(const ModelConfig& c, double tokens) {
   return rmsnorm(tokens, c.dim) + gemm(tokens, c.vocab, c.dim) + kCrossEntropyPerLogit * tokens * c.vocab;
 }
 
-double step_without_recompute(const ModelConfig& c, double tokens) {
-  return (1 + kBackwardFactor) * (c.layers * block_forward(c, tokens) + head_forward(c, tokens));
+double attention_backward_recompute(const ModelConfig& c, double tokens, AttentionKind attention) {
+  if (attention == AttentionKind::naive) return 0;
+  const double pairs = static_cast<double>(c.heads) * tokens * (tokens + 1) / 2;
+  return 2 * pairs * c.head_size() + kFlashRecomputePerScore * pairs;
+}
+
+double step_without_recompute(const ModelConfig& c, double tokens, AttentionKind attention) {
+  return (1 + kBackwardFactor) * (c.layers * block_forward(c, tokens) + head_forward(c, tokens)) +
+         c.layers * attention_backward_recompute(c, tokens, attention);
 }
 
 }  // namespace fp8lab::train::flops

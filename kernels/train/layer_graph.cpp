@@ -9,11 +9,13 @@ const char* saved_name(Saved s) {
   return names[static_cast<int>(s)];
 }
 
-Shape saved_shape(Saved s, const ModelConfig& c, std::int64_t T) {
+Shape saved_shape(Saved s, const ModelConfig& c, std::int64_t T, AttentionKind attention) {
   switch (s) {
     case Saved::k:
     case Saved::v: return {T, c.kv_dim()};
-    case Saved::p: return {static_cast<std::int64_t>(c.heads) * T, T};
+    case Saved::p:
+      if (attention == AttentionKind::flash) return {c.heads, T};
+      return {static_cast<std::int64_t>(c.heads) * T, T};
     case Saved::h1:
     case Saved::h3:
     case Saved::g: return {T, c.hidden};
@@ -21,23 +23,24 @@ Shape saved_shape(Saved s, const ModelConfig& c, std::int64_t T) {
   }
 }
 
-Producer producer_of(Saved s) {
+Producer producer_of(Saved s, AttentionKind attention) {
   using S = Saved;
+  if (attention == AttentionKind::flash && (s == S::p || s == S::o)) return {"flash", {S::q, S::k, S::v}, 3};
   switch (s) {
-    case S::a: return {"norm_att", {S::x_in, S::x_in}, 1};
-    case S::q: return {"proj_q", {S::a, S::x_in}, 1};
-    case S::k: return {"proj_k", {S::a, S::x_in}, 1};
-    case S::v: return {"proj_v", {S::a, S::x_in}, 1};
-    case S::p: return {"scores", {S::q, S::k}, 2};
-    case S::o: return {"attend", {S::p, S::v}, 2};
-    case S::x_mid: return {"proj_o", {S::o, S::x_in}, 2};
-    case S::b: return {"norm_ffn", {S::x_mid, S::x_in}, 1};
-    case S::h1: return {"proj_1", {S::b, S::x_in}, 1};
-    case S::h3: return {"proj_3", {S::b, S::x_in}, 1};
-    case S::g: return {"swiglu", {S::h1, S::h3}, 2};
+    case S::a: return {"norm_att", {S::x_in, S::x_in, S::x_in}, 1};
+    case S::q: return {"proj_q", {S::a, S::x_in, S::x_in}, 1};
+    case S::k: return {"proj_k", {S::a, S::x_in, S::x_in}, 1};
+    case S::v: return {"proj_v", {S::a, S::x_in, S::x_in}, 1};
+    case S::p: return {"scores", {S::q, S::k, S::x_in}, 2};
+    case S::o: return {"attend", {S::p, S::v, S::x_in}, 2};
+    case S::x_mid: return {"proj_o", {S::o, S::x_in, S::x_in}, 2};
+    case S::b: return {"norm_ffn", {S::x_mid, S::x_in, S::x_in}, 1};
+    case S::h1: return {"proj_1", {S::b, S::x_in, S::x_in}, 1};
+    case S::h3: return {"proj_3", {S::b, S::x_in, S::x_in}, 1};
+    case S::g: return {"swiglu", {S::h1, S::h3, S::x_in}, 2};
     case S::x_in: break;
   }
-  return {"input", {S::x_in, S::x_in}, 0};
+  return {"input", {S::x_in, S::x_in, S::x_in}, 0};
 }
 
 double producer_flops(Saved s, const ModelConfig& c, std::int64_t T) {

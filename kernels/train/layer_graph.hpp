@@ -17,10 +17,17 @@
 //   swiglu      h1, h3     -> g        silu(h1) h3
 // (proj_2, x_out = x_mid + g W2^T, is the next block's x_in: backward never needs it.)
 // Backward reads every one of the twelve saved tensors.
+//
+// Under attention = flash (attention_kind.hpp) the slot p holds the per-row log-sum-exp L
+// (heads x T) instead of the probabilities, and scores and attend are one op with two outputs:
+//   flash       q, k, v    -> p (= L), o   FlashAttention-2 forward
+// Recomputing either output runs that op, which writes both (recompute_closure couples them);
+// its FLOPs are split between p and o as the naive ops' are (the same arithmetic, blockwise).
 #include <array>
 #include <cstdint>
 #include <string_view>
 
+#include "kernels/train/attention_kind.hpp"
 #include "kernels/train/model_config.hpp"
 
 namespace fp8lab::train {
@@ -29,20 +36,21 @@ enum class Saved { x_in, a, q, k, v, p, o, x_mid, b, h1, h3, g };
 inline constexpr int kSavedCount = 12;
 const char* saved_name(Saved s);
 
-// rows x cols of a saved tensor for T positions (p is (heads T) x T).
+// rows x cols of a saved tensor for T positions (p is (heads T) x T under naive attention,
+// heads x T under flash: the log-sum-exp).
 struct Shape {
   std::int64_t rows = 0, cols = 0;
   std::int64_t size() const { return rows * cols; }
 };
-Shape saved_shape(Saved s, const ModelConfig& c, std::int64_t tokens);
+Shape saved_shape(Saved s, const ModelConfig& c, std::int64_t tokens, AttentionKind attention);
 
-// The producer of s (s != x_in) and its inputs (unused slots are x_in with used = false).
+// The producer of s (s != x_in) and its inputs (the first input_count entries are used).
 struct Producer {
   const char* op;
-  std::array<Saved, 2> inputs;
+  std::array<Saved, 3> inputs;
   int input_count;
 };
-Producer producer_of(Saved s);
+Producer producer_of(Saved s, AttentionKind attention);
 
 // Forward FLOPs of the op producing s, counted from shapes: a GEMM 2 M N K; the causal
 // attention products count the T(T+1)/2 (query, key) pairs actually computed; element-wise

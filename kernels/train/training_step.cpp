@@ -6,29 +6,19 @@
 #include <limits>
 #include <stdexcept>
 
-#include "kernels/cpu/quantize.hpp"
 #include "kernels/train/backward_ops.hpp"
+#include "kernels/train/flash_attention.hpp"
 #include "kernels/train/flop_count.hpp"
 #include "kernels/train/forward_ops.hpp"
 #include "kernels/train/linear_gemm.hpp"
 #include "kernels/train/model_weights.hpp"
+#include "kernels/train/saved_slot.hpp"
 
 namespace fp8lab::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// What DeepSeek-V3 caches linear inputs as: E4M3, 1x128 tiles, FP32 scales.
-const QuantizeConfig kFp8Cache{Fp8Format::e4m3, Granularity::tile(128), ScaleRule::fp32};
-
-template <class Real>
-struct SavedSlot {
-  Keep keep = Keep::keep;
-  Tensor<Real> value;      // keep
-  QuantizedTensor fp8;     // fp8 (codes and scales; the ledger counts their bytes in fp8_bytes)
-  DeviceBuffer fp8_bytes;
-};
 
 template <class Real>
 class Step {
@@ -44,6 +34,7 @@ class Step {
     r.model = c_.name;
     r.recipe = recipe_.name;
     r.policy = policy_.spec;
+    r.attention = attention_kind_name(in_.attention);
     r.tokens = T_;
     r.shapes_only = ledger_.shapes_only();
     ledger_.begin_phase("setup");
@@ -77,10 +68,11 @@ class Step {
     return make_tensor<Real>(ledger_, rows, cols, cat, eb_);
   }
   Tensor<Real> make(Saved s, MemoryCategory cat) {
-    const Shape sh = saved_shape(s, c_, T_);
+    const Shape sh = saved_shape(s, c_, T_, in_.attention);
     return make(sh.rows, sh.cols, cat);
   }
   bool compute() const { return !ledger_.shapes_only(); }
+  bool flash() const { return in_.attention == AttentionKind::flash; }
   GemmCall call(const std::string& layer, GemmKind kind) const {
     const GemmPrecision& precision = recipe_.resolve(layer, kind);
     GemmOperandTally* tally = in_.operand_stats && compute() && precision.kind == GemmPrecision::Kind::fp8
@@ -98,11 +90,20 @@ class Step {
 
   // Computes saved tensor s of block l from `have` (its inputs) into a new tensor of `cat`.
   // Used alike by forward and by recompute, so a recomputed tensor is the same computation.
-  Tensor<Real> produce(int l, Saved s, const std::array<const Tensor<Real>*, kSavedCount>& have, MemoryCategory cat) {
+  // Under flash, producing p (the log-sum-exp) also writes o, into a tensor of `o_cat` that the
+  // next call, for o, returns: the two come from one op (layer_graph.hpp).
+  Tensor<Real> produce(int l, Saved s, const std::array<const Tensor<Real>*, kSavedCount>& have, MemoryCategory cat,
+                       MemoryCategory o_cat) {
     const LayerWeights<Real>& w = w_.layers[static_cast<std::size_t>(l)];
     const auto in = [&](Saved x) -> const Tensor<Real>& { return *have[static_cast<std::size_t>(x)]; };
-    Tensor<Real> out = make(in(Saved::x_in).rows == T_ ? saved_shape(s, c_, T_).rows : in(Saved::x_in).rows,
-                            saved_shape(s, c_, T_).cols, cat);
+    if (flash() && s == Saved::o) {
+      if (flash_o_.rows == 0) throw std::logic_error("flash attention: o asked for before the op that writes it");
+      Tensor<Real> o = std::move(flash_o_);
+      flash_o_ = Tensor<Real>();
+      return o;
+    }
+    const Shape shape = saved_shape(s, c_, T_, in_.attention);
+    Tensor<Real> out = make(in(Saved::x_in).rows == T_ ? shape.rows : in(Saved::x_in).rows, shape.cols, cat);
     switch (s) {
       case Saved::a:
         if (compute()) rmsnorm_forward(in(Saved::x_in), w.rms_att, out);
@@ -115,7 +116,14 @@ class Step {
       }
       case Saved::v: fprop(call(name(l, "wv"), GemmKind::fprop), in(Saved::a), w.wv, out); break;
       case Saved::p:
-        if (compute()) attention_scores(in(Saved::q), in(Saved::k), c_.heads, c_.kv_heads, out);
+        if (flash()) {
+          flash_o_ = make(Saved::o, o_cat);
+          Tensor<Real> tiles = make(c_.heads, flash_forward_lane_elements(c_.head_size()), MemoryCategory::workspace);
+          if (compute())
+            flash_attention_forward(in(Saved::q), in(Saved::k), in(Saved::v), c_.heads, c_.kv_heads, flash_o_, out, tiles);
+        } else if (compute()) {
+          attention_scores(in(Saved::q), in(Saved::k), c_.heads, c_.kv_heads, out);
+        }
         break;
       case Saved::o:
         if (compute()) attention_output(in(Saved::p), in(Saved::v), c_.heads, c_.kv_heads, out);
@@ -155,8 +163,10 @@ class Step {
       have[0] = &out[0];
       for (int s = 1; s < kSavedCount; ++s) {
         const auto saved = static_cast<Saved>(s);
-        out[static_cast<std::size_t>(s)] =
-            produce(l, saved, have, plan[saved] == Keep::keep ? MemoryCategory::saved_activations : MemoryCategory::workspace);
+        const auto category = [&](Saved t) {
+          return plan[t] == Keep::keep ? MemoryCategory::saved_activations : MemoryCategory::workspace;
+        };
+        out[static_cast<std::size_t>(s)] = produce(l, saved, have, category(saved), category(Saved::o));
         have[static_cast<std::size_t>(s)] = &out[static_cast<std::size_t>(s)];
       }
       // x_out = x_mid + g W2^T: the next block's input, saved.
@@ -164,19 +174,9 @@ class Step {
       fprop(call(name(l, "w2"), GemmKind::fprop), out[static_cast<std::size_t>(Saved::g)], w_.layers[static_cast<std::size_t>(l)].w2, x);
       if (compute()) add_inplace(x, out[static_cast<std::size_t>(Saved::x_mid)]);
       for (int s = 0; s < kSavedCount; ++s) {
-        SavedSlot<Real>& slot = slots[static_cast<std::size_t>(s)];
-        slot.keep = plan.saved[static_cast<std::size_t>(s)];
-        Tensor<Real>& value = out[static_cast<std::size_t>(s)];
-        if (slot.keep == Keep::keep) slot.value = std::move(value);
-        if (slot.keep == Keep::fp8) {
-          slot.fp8_bytes = ledger_.allocate(static_cast<std::size_t>(kept_bytes(static_cast<Saved>(s), Keep::fp8, c_, T_, eb_)),
-                                            MemoryCategory::saved_activations);
-          if (compute()) {
-            const std::vector<float> values(value.data(), value.data() + value.size());
-            slot.fp8 = cpu::quantize(values, value.rows, value.cols, kFp8Cache);
-          }
-        }
-        value = Tensor<Real>();
+        const auto fp8_count = kept_bytes(static_cast<Saved>(s), Keep::fp8, c_, T_, eb_, in_.attention);
+        slots[static_cast<std::size_t>(s)].store(plan.saved[static_cast<std::size_t>(s)], out[static_cast<std::size_t>(s)],
+                                                 ledger_, static_cast<std::size_t>(fp8_count));
       }
       const std::size_t now = ledger_.live(MemoryCategory::saved_activations) - x.buffer.bytes();
       r.saved_bytes_per_block.push_back(now - saved_before);
@@ -206,18 +206,18 @@ class Step {
       if (slot.keep == Keep::keep) have[static_cast<std::size_t>(s)] = &slot.value;
       if (slot.keep == Keep::fp8) {
         made[static_cast<std::size_t>(s)] = make(static_cast<Saved>(s), MemoryCategory::recompute_workspace);
-        if (compute()) {
-          const std::vector<float> values = cpu::dequantize(slot.fp8);
-          std::copy(values.begin(), values.end(), made[static_cast<std::size_t>(s)].data());
-        }
+        slot.load_fp8(made[static_cast<std::size_t>(s)]);
         have[static_cast<std::size_t>(s)] = &made[static_cast<std::size_t>(s)];
       }
     }
-    const auto needed = recompute_closure(policy_.blocks[static_cast<std::size_t>(l)]);
+    const auto needed = recompute_closure(policy_.blocks[static_cast<std::size_t>(l)], in_.attention);
     for (int s = 1; s < kSavedCount; ++s) {
       const auto saved = static_cast<Saved>(s);
       if (!needed[static_cast<std::size_t>(s)] || (policy_.slices > 0 && is_mlp(saved))) continue;
-      made[static_cast<std::size_t>(s)] = produce(l, saved, have, MemoryCategory::recompute_workspace);
+      Tensor<Real> value = produce(l, saved, have, MemoryCategory::recompute_workspace, MemoryCategory::recompute_workspace);
+      // Only flash's p and o can be needed while stored (the op writes both): backward reads what was stored.
+      if (have[static_cast<std::size_t>(s)]) continue;
+      made[static_cast<std::size_t>(s)] = std::move(value);
       have[static_cast<std::size_t>(s)] = &made[static_cast<std::size_t>(s)];
     }
     r.recompute_seconds += seconds_since(start);
@@ -246,7 +246,8 @@ class Step {
       for (Saved s : {Saved::b, Saved::h1, Saved::h3, Saved::g}) {
         if (policy_.slices > 0) {
           const auto start = Clock::now();
-          part[static_cast<std::size_t>(s)] = produce(l, s, slice_have, MemoryCategory::recompute_workspace);
+          part[static_cast<std::size_t>(s)] =
+              produce(l, s, slice_have, MemoryCategory::recompute_workspace, MemoryCategory::recompute_workspace);
           r.recompute_seconds += seconds_since(start);
         } else {
           part[static_cast<std::size_t>(s)] = row_view(at(s), r0, r1);
@@ -291,8 +292,16 @@ class Step {
     wgrad(call(name(l, "wo"), GemmKind::wgrad), dx_mid, at(Saved::o), gw.wo, false, 0, T_);
     Tensor<Real> dq = make(T_, c_.dim, MemoryCategory::workspace), dk = make(T_, c_.kv_dim(), MemoryCategory::workspace),
                  dv = make(T_, c_.kv_dim(), MemoryCategory::workspace);
-    if (compute()) {
+    if (flash()) {  // D = rowsum(dO o) per head and the kv-head lanes' tiles: workspace of the op
+      Tensor<Real> delta = make(c_.heads, T_, MemoryCategory::workspace);
+      Tensor<Real> tiles = make(c_.kv_heads, flash_backward_lane_elements(c_.head_size()), MemoryCategory::workspace);
+      if (compute())
+        flash_attention_backward(at(Saved::q), at(Saved::k), at(Saved::v), at(Saved::o), at(Saved::p), d_o, c_.heads,
+                                 c_.kv_heads, dq, dk, dv, delta, tiles);
+    } else if (compute()) {
       attention_backward(at(Saved::p), at(Saved::q), at(Saved::k), at(Saved::v), d_o, c_.heads, c_.kv_heads, dq, dk, dv);
+    }
+    if (compute()) {
       rope_inplace(dq, c_.head_size(), -1.0);  // rotations are orthogonal: the gradient rotates back
       rope_inplace(dk, c_.head_size(), -1.0);
     }
@@ -348,22 +357,15 @@ class Step {
   }
 
   void report_plan(StepReport& r) const {
-    double none_bytes = 0, kept = 0;
-    int any = 0, full = 0;
-    for (const BlockPlan& plan : policy_.blocks) {
-      for (int s = 0; s < kSavedCount; ++s) {
-        none_bytes += static_cast<double>(kept_bytes(static_cast<Saved>(s), Keep::keep, c_, T_, eb_));
-        kept += static_cast<double>(kept_bytes(static_cast<Saved>(s), plan.saved[static_cast<std::size_t>(s)], c_, T_, eb_));
-      }
-      r.recompute_flops += recompute_flops(plan, c_, T_);
-      any += plan.any_recompute();
-      full += plan.fully_recomputed();
-    }
-    r.activation_bytes_not_kept_fraction = 1.0 - kept / none_bytes;
-    r.step_flops = flops::step_without_recompute(c_, static_cast<double>(T_));
+    const PlanFigures f = plan_figures(policy_, c_, T_, eb_);
+    r.activation_bytes_not_kept_fraction = f.activation_bytes_not_kept_fraction;
+    r.recompute_flops = f.recompute_flops;
+    r.layers_recomputed_fraction = f.layers_recomputed_fraction;
+    r.layers_fully_recomputed_fraction = f.layers_fully_recomputed_fraction;
+    const auto T = static_cast<double>(T_);
+    r.step_flops = flops::step_without_recompute(c_, T, in_.attention);
+    r.attention_recompute_flops = c_.layers * flops::attention_backward_recompute(c_, T, in_.attention);
     r.recompute_flops_fraction = r.recompute_flops / r.step_flops;
-    r.layers_recomputed_fraction = static_cast<double>(any) / c_.layers;
-    r.layers_fully_recomputed_fraction = static_cast<double>(full) / c_.layers;
   }
 
   const StepInput& in_;
@@ -378,6 +380,7 @@ class Step {
   DelayedOperandScales first_step_scales_;  // a step without a run's scales is its first
   DelayedOperandScales* delayed_ = in_.delayed_scales ? in_.delayed_scales : &first_step_scales_;
   Tensor<Real> x_last_, final_norm_, grad_dx_;
+  Tensor<Real> flash_o_;  // flash forward's o, between producing p and handing o over
 
 };
 
@@ -385,25 +388,7 @@ class Step {
 
 StepResult run_training_step(const StepInput& input, const PrecisionRecipe& recipe, const ActivationPolicy& policy,
                              MemoryLedger& ledger) {
-  input.model.validate();
-  recipe.validate(input.model);
-  const std::int64_t T =
-      ledger.shapes_only() && input.tokens.empty() ? input.positions : static_cast<std::int64_t>(input.tokens.size());
-  if (T < 2) throw std::invalid_argument("tokens: a step needs at least 2 positions, not " + std::to_string(T));
-  if (!(input.loss_scale > 0) || !std::isfinite(input.loss_scale))
-    throw std::invalid_argument("loss_scale: must be finite and > 0, not " + std::to_string(input.loss_scale));
-  if (static_cast<int>(policy.blocks.size()) != input.model.layers)
-    throw std::invalid_argument("policy '" + policy.spec + "' was made for " + std::to_string(policy.blocks.size()) +
-                                " blocks, the model has " + std::to_string(input.model.layers));
-  if (policy.slices > 0 && T % policy.slices != 0)
-    throw std::invalid_argument("policy '" + policy.spec + "': " + std::to_string(policy.slices) + " slices do not divide " +
-                                std::to_string(T) + " positions");
-  if (!ledger.shapes_only()) {
-    if (!input.weights) throw std::invalid_argument("weights: an allocating step needs weights");
-    for (int t : input.tokens)
-      if (t < 0 || t >= input.model.vocab)
-        throw std::invalid_argument("tokens: " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(input.model.vocab));
-  }
+  check_step_input(input, recipe, policy, ledger.shapes_only());
   if (recipe.fp64()) return Step<double>(input, recipe, policy, ledger).run();
   return Step<float>(input, recipe, policy, ledger).run();
 }

@@ -15,6 +15,7 @@
 #include "kernels/train/llama_weights.hpp"
 #include "kernels/memory_ledger.hpp"
 #include "kernels/train/activation_policy.hpp"
+#include "kernels/train/attention_kind.hpp"
 #include "kernels/train/delayed_operand_scales.hpp"
 #include "kernels/train/fp8_operand_stats.hpp"
 #include "kernels/train/model_config.hpp"
@@ -35,10 +36,13 @@ struct StepInput {
   // Delayed-scaling recipes: the scales a run keeps across steps (its caller rolls them after
   // the step). Without it the step is a run's first: every delayed scale is 1.
   DelayedOperandScales* delayed_scales = nullptr;
+  // naive (the default, so that every study made before flash keeps its bits and figures) or
+  // flash; the policy must have been made for the same kind (make_policy's last argument).
+  AttentionKind attention = AttentionKind::naive;
 };
 
 struct StepReport {
-  std::string model, recipe, policy;
+  std::string model, recipe, policy, attention;
   std::int64_t tokens = 0;
   bool shapes_only = false;
   double loss = 0;  // NaN in shapes-only mode
@@ -49,7 +53,9 @@ struct StepReport {
   std::size_t saved_activation_bytes = 0;           // saved activations live at the end of forward
   std::vector<std::size_t> saved_bytes_per_block;   // what each block added to them
   double activation_bytes_not_kept_fraction = 0;    // 1 - blocks' kept bytes / `none`'s
-  double step_flops = 0;                            // forward + backward without recompute
+  double step_flops = 0;                            // forward + backward without policy recompute
+  double attention_recompute_flops = 0;             // of which flash backward's recompute of the probabilities
+                                                    // (flop_count.hpp; 0 under naive)
   double recompute_flops = 0;
   double recompute_flops_fraction = 0;              // recompute_flops / step_flops
   double layers_recomputed_fraction = 0;            // blocks recomputing anything / blocks
@@ -69,8 +75,14 @@ struct StepResult {
 };
 
 // Throws std::invalid_argument for an invalid model, recipe (validated against the model),
-// too few tokens, a token outside the vocabulary, or missing weights.
+// too few tokens, a token outside the vocabulary, missing weights, or a policy made for
+// another model or attention kind.
 StepResult run_training_step(const StepInput& input, const PrecisionRecipe& recipe, const ActivationPolicy& policy,
                              MemoryLedger& ledger);
+
+// The checks run_training_step makes first (the same exceptions), for a ledger that allocates
+// or not; returns the step's positions T.
+std::int64_t check_step_input(const StepInput& input, const PrecisionRecipe& recipe, const ActivationPolicy& policy,
+                              bool shapes_only);
 
 }  // namespace fp8lab::train

@@ -56,6 +56,10 @@ case_bad_specs() {
   expect_refused "$work/k.toml" "delayed.tensor"
   printf '[study]\nname = "t"\nkind = "scale_trajectory"\n[axes]\nscaler = ["apex"]\n' >"$work/l.toml"
   expect_refused "$work/l.toml" "apex"
+  scaling_spec "$work/m.toml" $'format = ["fp16"]\n[real]\nattention = "flashy"'
+  expect_refused "$work/m.toml" "real.attention"
+  trajectory_spec "$work/n.toml" 'attention = "flashy"'
+  expect_refused "$work/n.toml" "training.attention"
 }
 
 # A lognormal tensor, fp16 and the e5m2 cast at three scales: the fractions recomputed in numpy

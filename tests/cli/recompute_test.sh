@@ -8,7 +8,9 @@
 #     Megatron's 2sbh per layer (b = 1, h = dim), here 1024 x 4096 x 2 bytes for Llama-3.1 8B;
 #   - the block dimension spans the largest model (32 blocks): stories260K's 5 are finite, the
 #     rest NaN; shapes-only points have memory figures but no loss;
-# and a bad cache value is refused (one line naming the file and the field, exit 2, no file).
+# the same under [step] attention = "flash" (full bit-identical to none, the log-sum-exp kept in
+# place of the probabilities); and a bad cache or attention value is refused (one line naming the
+# file and the field, exit 2, no file).
 # Usage: recompute_test.sh PATH/TO/fp8lab SOURCE_DIR
 set -euo pipefail
 fp8lab=$1 source_dir=$2 case_name=recompute
@@ -49,6 +51,30 @@ check("sha256 " in str(none.sel(recipe="fp32", **real).operands.item()), "the re
 if problems:
     sys.exit("\n".join(problems))
 PY
+
+# [step] attention = "flash": the attribute says so, full is still bit-identical to none, and a
+# block of Llama-3.1 8B keeps the log-sum-exp (heads x T) instead of the probabilities (heads T x T):
+# 2 bytes x (T (6 dim + 2 kv_dim + 3 hidden) + heads T) at T = 64.
+printf '[study]\nname = "f"\nkind = "recompute"\n[axes]\nmodel = ["stories260K", "llama3.1-8b"]\npolicy = ["none", "full"]\n[step]\nattention = "flash"\n' >"$work/flash.toml"
+"$fp8lab" run "$work/flash.toml" -o "$work/f.h5" --quiet >/dev/null
+"$py" - "$work/r.h5" "$work/f.h5" <<'PY' || fail "the flash recompute file is not as expected"
+import sys
+import xarray as xr
+naive, flash = (xr.open_dataset(f, engine="h5netcdf") for f in sys.argv[1:])
+assert naive.attrs["attention"] == "naive" and flash.attrs["attention"] == "flash"
+point = dict(cache="policy", recipe="fp32", tokens=64)
+full, none = flash.sel(policy="full", model="stories260K", **point), flash.sel(policy="none", model="stories260K", **point)
+assert full.grad_rel_frobenius_vs_none.item() == 0, full.grad_rel_frobenius_vs_none.item()
+assert 0 < none.grad_rel_frobenius.item() < 1e-4, none.grad_rel_frobenius.item()
+block = flash.sel(policy="none", model="llama3.1-8b", **point).saved_activation_bytes_per_block.values[0]
+T = 64
+assert block == 2 * (T * (6 * 4096 + 2 * 1024 + 3 * 14336) + 32 * T), block
+PY
+
+printf '[study]\nname = "t"\nkind = "recompute"\n[step]\nattention = "fast"\n' >"$work/bad_attention.toml"
+expect_one_line_error "step.attention" "$fp8lab" run "$work/bad_attention.toml" -o "$work/bad.h5" --quiet
+grep -qF -- "$work/bad_attention.toml" "$work/err" || fail "stderr does not name the file: $(cat "$work/err")"
+[[ ! -e "$work/bad.h5" ]] || fail "a results file was written for a refused spec"
 
 printf '[study]\nname = "t"\nkind = "recompute"\n[axes]\ncache = ["bf8"]\n' >"$work/bad.toml"
 expect_one_line_error "axes.cache" "$fp8lab" run "$work/bad.toml" -o "$work/bad.h5" --quiet

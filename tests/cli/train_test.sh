@@ -62,6 +62,8 @@ case_bad_input() {
   expect_refused "--warmup" --schedule cosine --warmup 5 --tokens "$work/u16.npy" "${small[@]}"
   expect_refused "--clip" --clip -1 --tokens "$work/u16.npy" "${small[@]}"
   expect_refused "--order" --order random --tokens "$work/u16.npy" "${small[@]}"
+  expect_refused "--attention" --attention sometimes --tokens "$work/u16.npy" "${small[@]}"
+  expect_refused "not one of naive, flash" --attention sometimes --tokens "$work/u16.npy" "${small[@]}"
 }
 
 # The same ids as .npy uint16, .npy int32 and raw .bin give the same curve; the record follows the
@@ -97,6 +99,8 @@ assert int(r.parameters) > 0 and int(r.peak_bytes) > int(r.optimizer_state_bytes
 assert "sha256" in str(r.train_tokens.values) and "u16.npy" in str(r.train_tokens.values)
 assert "fp8lab train" in ds.attrs["spec_file"] and 'kind = "train"' in ds.attrs["spec_toml"]
 assert r.train_loss.attrs["units"] == "nat"
+# New runs train with flash attention; the kind and the policy are root attributes.
+assert ds.attrs["attention"] == "flash" and ds.attrs["policy"] == "none", (ds.attrs.get("attention"), ds.attrs.get("policy"))
 PY
 }
 

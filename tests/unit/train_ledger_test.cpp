@@ -1,5 +1,5 @@
 // The training step's memory ledger: shapes-only mode runs the same schedule and gives
-// byte-identical figures to the allocating run; per-block saved activation bytes reproduce
+// byte-identical figures to the allocating run (naive and flash attention); per-block saved activation bytes reproduce
 // Megatron's formula with the terms the Llama block changes derived below, and `full`'s
 // 2 s b h; the public models' peaks come out of shapes alone.
 #include <catch2/catch.hpp>
@@ -16,13 +16,14 @@ using namespace fp8lab::train;
 namespace {
 
 StepReport run(const ModelConfig& m, const LlamaWeights* w, std::int64_t T, const std::string& recipe, const std::string& policy,
-               bool shapes_only, int element_bytes = 4) {
+               bool shapes_only, int element_bytes = 4, AttentionKind attention = AttentionKind::naive) {
   HostAllocator host;
   MemoryLedger ledger(shapes_only ? nullptr : &host);
   StepInput in{m, w, {}, T, element_bytes};
+  in.attention = attention;
   if (!shapes_only)
     for (std::int64_t t = 0; t < T; ++t) in.tokens.push_back(static_cast<int>((t * 7 + 1) % m.vocab));
-  return run_training_step(in, named_recipe(recipe), make_policy(policy, m, T, element_bytes), ledger).report;
+  return run_training_step(in, named_recipe(recipe), make_policy(policy, m, T, element_bytes, attention), ledger).report;
 }
 
 void check_identical(const StepReport& a, const StepReport& b) {
@@ -50,20 +51,21 @@ TEST_CASE("train ledger: shapes-only figures are byte-identical to the allocatin
     const LlamaWeights* weights;
     std::int64_t tokens;
   };
-  for (const Case& c : {Case{config_of(stories), &stories, 64}, Case{mid, &mid_weights, 128}})
-    for (const char* recipe : {"fp32", "deepseek_v3", "fp64"})
-      for (const char* policy : {"none", "full", "selective", "deepseek", "slices:4", "budget:0.4"}) {
-        INFO(c.model.name << " " << recipe << " " << policy);
-        // The mid-size model (seconds per allocating step) takes one of each kind of schedule.
-        if (c.model.name == "mid" && (std::string(recipe) == "fp64" || std::string(policy) == "full" ||
-                                      std::string(policy) == "selective"))
-          continue;
-        const int eb = std::string(recipe) == "fp64" ? 8 : 4;
-        const StepReport real = run(c.model, c.weights, c.tokens, recipe, policy, false, eb);
-        const StepReport shapes = run(c.model, nullptr, c.tokens, recipe, policy, true, eb);
-        check_identical(real, shapes);
-        CHECK(real.peak_bytes[static_cast<std::size_t>(MemoryCategory::weights)] > 0);
-      }
+  for (const AttentionKind attention : {AttentionKind::naive, AttentionKind::flash})
+    for (const Case& c : {Case{config_of(stories), &stories, 64}, Case{mid, &mid_weights, 128}})
+      for (const char* recipe : {"fp32", "deepseek_v3", "fp64"})
+        for (const char* policy : {"none", "full", "selective", "deepseek", "slices:4", "budget:0.4", "tensors:p=recompute"}) {
+          INFO(attention_kind_name(attention) << " " << c.model.name << " " << recipe << " " << policy);
+          // The mid-size model (seconds per allocating step) takes one of each kind of schedule.
+          if (c.model.name == "mid" && (std::string(recipe) == "fp64" || std::string(policy) == "full" ||
+                                        std::string(policy) == "selective" || std::string(policy).starts_with("tensors")))
+            continue;
+          const int eb = std::string(recipe) == "fp64" ? 8 : 4;
+          const StepReport real = run(c.model, c.weights, c.tokens, recipe, policy, false, eb, attention);
+          const StepReport shapes = run(c.model, nullptr, c.tokens, recipe, policy, true, eb, attention);
+          check_identical(real, shapes);
+          CHECK(real.peak_bytes[static_cast<std::size_t>(MemoryCategory::weights)] > 0);
+        }
 }
 
 // Megatron-LM (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large

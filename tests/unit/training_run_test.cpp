@@ -40,6 +40,7 @@ TrainingRunConfig config(std::int64_t batch, std::int64_t seq_len, std::int64_t 
 TEST_CASE("training run: one step of batch 2 is the mean of two engine steps, then AdamW on the mean gradient") {
   const TokenStream stream = fixture_stream();
   TrainingRunConfig c = config(2, 16, 1, 1e-3);
+  REQUIRE(c.attention == AttentionKind::flash);  // new runs train with flash attention
   c.decay_norm_gains = false;
   const TrainingRunResult run = run_training(c, test::stories260k_weights(), stream, nullptr);
 
@@ -48,11 +49,13 @@ TEST_CASE("training run: one step of batch 2 is the mean of two engine steps, th
   MemoryLedger ledger(&host);
   const ModelConfig model = config_of(test::stories260k_weights());
   const PrecisionRecipe recipe = named_recipe("fp32");
-  const ActivationPolicy policy = make_policy("none", model, 17, 4);
+  const ActivationPolicy policy = make_policy("none", model, 17, 4, c.attention);
   std::vector<StepResult> r;
   for (const int start : {0, 16}) {
-    const std::vector<int> tokens(stream.tokens.begin() + start, stream.tokens.begin() + start + 17);
-    r.push_back(run_training_step({model, &test::stories260k_weights(), tokens}, recipe, policy, ledger));
+    StepInput in{model, &test::stories260k_weights(),
+                 std::vector<int>(stream.tokens.begin() + start, stream.tokens.begin() + start + 17)};
+    in.attention = c.attention;  // flash: the training runs' default
+    r.push_back(run_training_step(in, recipe, policy, ledger));
   }
   CHECK(run.steps[0].train_loss == (r[0].report.loss + r[1].report.loss) / 2);
   LlamaWeights expected = test::stories260k_weights();

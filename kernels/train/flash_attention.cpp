@@ -1,0 +1,198 @@
+#include "kernels/train/flash_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace fp8lab::train {
+namespace {
+
+constexpr std::int64_t B = kFlashBlock;
+
+void require(bool ok, const char* what, std::int64_t got, std::int64_t want) {
+  if (!ok)
+    throw std::invalid_argument(std::string("flash attention: ") + what + " is " + std::to_string(got) + ", expected " +
+                                std::to_string(want));
+}
+
+template <class Real>
+void check_operands(const Tensor<Real>& q, const Tensor<Real>& k, const Tensor<Real>& v, int heads, int kv_heads) {
+  if (heads <= 0 || kv_heads <= 0 || heads % kv_heads != 0 || q.cols % heads != 0)
+    throw std::invalid_argument("flash attention: heads " + std::to_string(heads) + " / kv_heads " + std::to_string(kv_heads) +
+                                " do not split q's " + std::to_string(q.cols) + " columns into groups");
+  const std::int64_t hs = q.cols / heads;
+  require(k.rows == q.rows && v.rows == q.rows, "k / v rows", k.rows, q.rows);
+  require(k.cols == kv_heads * hs && v.cols == kv_heads * hs, "k / v columns", k.cols, kv_heads * hs);
+}
+
+// xt (hs x B, row i holds column c0 + i of rows [u0, u0 + n) of x): what the score loops read
+// so that the sums over keys run side by side.
+template <class Real>
+void transpose_block(const Tensor<Real>& x, std::int64_t u0, std::int64_t n, std::int64_t c0, std::int64_t hs, Real* xt) {
+  for (std::int64_t u = 0; u < n; ++u) {
+    const Real* row = x.row(u0 + u) + c0;
+    for (std::int64_t i = 0; i < hs; ++i) xt[i * B + u] = row[i];
+  }
+}
+
+// out[u] = sum over i ascending of a[i] xt[i][u], u < n.
+template <class Real>
+void dot_row(const Real* a, const Real* xt, std::int64_t hs, std::int64_t n, Real* out) {
+  std::fill(out, out + n, Real(0));
+  for (std::int64_t i = 0; i < hs; ++i) {
+    const Real ai = a[i];
+    const Real* xi = xt + i * B;
+    for (std::int64_t u = 0; u < n; ++u) out[u] += ai * xi[u];
+  }
+}
+
+}  // namespace
+
+std::int64_t flash_forward_lane_elements(std::int64_t hs) { return hs * B + B + 2 * B; }
+std::int64_t flash_backward_lane_elements(std::int64_t hs) { return 2 * hs * B + 2 * B; }
+
+template <class Real>
+void flash_attention_forward(const Tensor<Real>& q, const Tensor<Real>& k, const Tensor<Real>& v, int heads,
+                             int kv_heads, Tensor<Real>& o, Tensor<Real>& lse, Tensor<Real>& workspace) {
+  check_operands(q, k, v, heads, kv_heads);
+  const std::int64_t T = q.rows, hs = q.cols / heads;
+  require(o.rows == T && o.cols == q.cols, "o's size", o.size(), q.size());
+  require(lse.rows == heads && lse.cols == T, "the log-sum-exp's size", lse.size(), heads * T);
+  require(workspace.rows >= heads && workspace.cols >= flash_forward_lane_elements(hs), "the workspace's lane size",
+          workspace.cols, flash_forward_lane_elements(hs));
+  const int group = heads / kv_heads;
+  const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
+#pragma omp parallel for schedule(static) if (T >= kFlashParallelMinPositions)
+  for (int h = 0; h < heads; ++h) {
+    const std::int64_t qc = h * hs, kc = (h / group) * hs;
+    Real* kt = workspace.row(h);      // hs x B
+    Real* s = kt + hs * B;            // B: one row's scores, then probabilities
+    Real* m = s + B;                  // B: running max of each row of the query block
+    Real* l = m + B;                  // B: running sum
+    for (std::int64_t q0 = 0; q0 < T; q0 += B) {
+      const std::int64_t rows = std::min(B, T - q0);
+      std::fill(m, m + rows, -std::numeric_limits<Real>::infinity());
+      std::fill(l, l + rows, Real(0));
+      for (std::int64_t r = 0; r < rows; ++r) std::fill(o.row(q0 + r) + qc, o.row(q0 + r) + qc + hs, Real(0));
+      for (std::int64_t k0 = 0; k0 < q0 + rows; k0 += B) {  // key blocks up to the diagonal
+        const std::int64_t cols = std::min(B, T - k0);
+        transpose_block(k, k0, cols, kc, hs, kt);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::int64_t t = q0 + r, n = std::min(cols, t - k0 + 1);  // causal: keys u <= t
+          if (n <= 0) continue;
+          dot_row(q.row(t) + qc, kt, hs, n, s);
+          Real top = m[r];
+          for (std::int64_t u = 0; u < n; ++u) {
+            s[u] = s[u] * scale;
+            top = std::max(top, s[u]);
+          }
+          const Real alpha = std::exp(m[r] - top);  // 0 on the row's first block (m = -inf)
+          Real sum = 0;
+          for (std::int64_t u = 0; u < n; ++u) {
+            s[u] = std::exp(s[u] - top);
+            sum += s[u];
+          }
+          l[r] = l[r] * alpha + sum;
+          m[r] = top;
+          Real* out = o.row(t) + qc;
+          for (std::int64_t i = 0; i < hs; ++i) out[i] *= alpha;
+          for (std::int64_t u = 0; u < n; ++u) {  // out[i] += sum over u ascending of p(u) v(u, i)
+            const Real pu = s[u];
+            const Real* vu = v.row(k0 + u) + kc;
+            for (std::int64_t i = 0; i < hs; ++i) out[i] += pu * vu[i];
+          }
+        }
+      }
+      for (std::int64_t r = 0; r < rows; ++r) {
+        Real* out = o.row(q0 + r) + qc;
+        for (std::int64_t i = 0; i < hs; ++i) out[i] /= l[r];
+        lse(h, q0 + r) = m[r] + std::log(l[r]);
+      }
+    }
+  }
+}
+
+template <class Real>
+void flash_attention_backward(const Tensor<Real>& q, const Tensor<Real>& k, const Tensor<Real>& v, const Tensor<Real>& o,
+                              const Tensor<Real>& lse, const Tensor<Real>& d_o, int heads, int kv_heads, Tensor<Real>& dq,
+                              Tensor<Real>& dk, Tensor<Real>& dv, Tensor<Real>& delta, Tensor<Real>& workspace) {
+  check_operands(q, k, v, heads, kv_heads);
+  const std::int64_t T = q.rows, hs = q.cols / heads;
+  require(o.size() == q.size() && d_o.size() == q.size() && dq.size() == q.size(), "o / dO / dq's size", d_o.size(), q.size());
+  require(dk.size() == k.size() && dv.size() == k.size(), "dk / dv's size", dk.size(), k.size());
+  require(lse.rows == heads && lse.cols == T && delta.rows == heads && delta.cols == T, "the log-sum-exp / D size",
+          delta.size(), heads * T);
+  require(workspace.rows >= kv_heads && workspace.cols >= flash_backward_lane_elements(hs), "the workspace's lane size",
+          workspace.cols, flash_backward_lane_elements(hs));
+  const int group = heads / kv_heads;
+  const Real scale = static_cast<Real>(1.0 / std::sqrt(static_cast<double>(hs)));
+  std::fill(dk.data(), dk.data() + dk.size(), Real(0));
+  std::fill(dv.data(), dv.data() + dv.size(), Real(0));
+#pragma omp parallel for schedule(static) if (T >= kFlashParallelMinPositions)
+  for (int g = 0; g < kv_heads; ++g) {
+    const std::int64_t kc = g * hs;
+    Real* kt = workspace.row(g);  // hs x B
+    Real* vt = kt + hs * B;       // hs x B
+    Real* p = vt + hs * B;        // B: one row's recomputed probabilities
+    Real* ds = p + B;             // B: dp, then ds
+    for (int h = g * group; h < (g + 1) * group; ++h) {
+      const std::int64_t qc = h * hs;
+      for (std::int64_t t = 0; t < T; ++t) {
+        const Real* dor = d_o.row(t) + qc;
+        const Real* orow = o.row(t) + qc;
+        Real d = 0;
+        for (std::int64_t i = 0; i < hs; ++i) d += dor[i] * orow[i];
+        delta(h, t) = d;
+        std::fill(dq.row(t) + qc, dq.row(t) + qc + hs, Real(0));
+      }
+      for (std::int64_t q0 = 0; q0 < T; q0 += B) {
+        const std::int64_t rows = std::min(B, T - q0);
+        for (std::int64_t k0 = 0; k0 < q0 + rows; k0 += B) {
+          const std::int64_t cols = std::min(B, T - k0);
+          transpose_block(k, k0, cols, kc, hs, kt);
+          transpose_block(v, k0, cols, kc, hs, vt);
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t t = q0 + r, n = std::min(cols, t - k0 + 1);
+            if (n <= 0) continue;
+            const Real* qr = q.row(t) + qc;
+            const Real* dor = d_o.row(t) + qc;
+            const Real L = lse(h, t), D = delta(h, t);
+            dot_row(qr, kt, hs, n, p);
+            for (std::int64_t u = 0; u < n; ++u) p[u] = std::exp(p[u] * scale - L);
+            dot_row(dor, vt, hs, n, ds);  // dp
+            for (std::int64_t u = 0; u < n; ++u) ds[u] = p[u] * (ds[u] - D) * scale;
+            Real* dqr = dq.row(t) + qc;
+            for (std::int64_t u = 0; u < n; ++u) {  // dq[i] += sum over u ascending of ds[u] k(u, i)
+              const Real du = ds[u];
+              const Real* ku = k.row(k0 + u) + kc;
+              for (std::int64_t i = 0; i < hs; ++i) dqr[i] += du * ku[i];
+            }
+            for (std::int64_t u = 0; u < n; ++u) {
+              const Real du = ds[u], pu = p[u];
+              Real* dku = dk.row(k0 + u) + kc;
+              Real* dvu = dv.row(k0 + u) + kc;
+              for (std::int64_t i = 0; i < hs; ++i) {
+                dku[i] += du * qr[i];
+                dvu[i] += pu * dor[i];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+#define FP8LAB_INSTANTIATE(Real)                                                                                    \
+  template void flash_attention_forward(const Tensor<Real>&, const Tensor<Real>&, const Tensor<Real>&, int, int,     \
+                                        Tensor<Real>&, Tensor<Real>&, Tensor<Real>&);                               \
+  template void flash_attention_backward(const Tensor<Real>&, const Tensor<Real>&, const Tensor<Real>&,              \
+                                         const Tensor<Real>&, const Tensor<Real>&, const Tensor<Real>&, int, int,    \
+                                         Tensor<Real>&, Tensor<Real>&, Tensor<Real>&, Tensor<Real>&, Tensor<Real>&);
+FP8LAB_INSTANTIATE(float)
+FP8LAB_INSTANTIATE(double)
+#undef FP8LAB_INSTANTIATE
+
+}  // namespace fp8lab::train
