@@ -5,9 +5,29 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+
+#include "kernels/train/exp_f32.hpp"
 
 namespace fp8lab::train {
 namespace {
+
+// FP32 steps take the vectorized exp_f32 (within 1 ulp, same bits on every machine); the FP64
+// step keeps std::exp. x[u] = exp(x[u] a - b).
+template <class Real>
+Real exp_of(Real x) {
+  if constexpr (std::is_same_v<Real, float>)
+    return exp_f32(x);
+  else
+    return std::exp(x);
+}
+template <class Real>
+void exp_affine(Real* x, std::int64_t n, Real a, Real b) {
+  if constexpr (std::is_same_v<Real, float>)
+    exp_f32_affine(x, n, a, b);
+  else
+    for (std::int64_t u = 0; u < n; ++u) x[u] = std::exp(x[u] * a - b);
+}
 
 constexpr std::int64_t B = kFlashBlock;
 
@@ -88,12 +108,10 @@ void flash_attention_forward(const Tensor<Real>& q, const Tensor<Real>& k, const
             s[u] = s[u] * scale;
             top = std::max(top, s[u]);
           }
-          const Real alpha = std::exp(m[r] - top);  // 0 on the row's first block (m = -inf)
+          const Real alpha = exp_of(m[r] - top);  // 0 on the row's first block (m = -inf)
+          exp_affine(s, n, Real(1), top);  // exp(s - top): s * 1 is s
           Real sum = 0;
-          for (std::int64_t u = 0; u < n; ++u) {
-            s[u] = std::exp(s[u] - top);
-            sum += s[u];
-          }
+          for (std::int64_t u = 0; u < n; ++u) sum += s[u];
           l[r] = l[r] * alpha + sum;
           m[r] = top;
           Real* out = o.row(t) + qc;
@@ -160,7 +178,7 @@ void flash_attention_backward(const Tensor<Real>& q, const Tensor<Real>& k, cons
             const Real* dor = d_o.row(t) + qc;
             const Real L = lse(h, t), D = delta(h, t);
             dot_row(qr, kt, hs, n, p);
-            for (std::int64_t u = 0; u < n; ++u) p[u] = std::exp(p[u] * scale - L);
+            exp_affine(p, n, scale, L);
             dot_row(dor, vt, hs, n, ds);  // dp
             for (std::int64_t u = 0; u < n; ++u) ds[u] = p[u] * (ds[u] - D) * scale;
             Real* dqr = dq.row(t) + qc;

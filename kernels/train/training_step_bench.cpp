@@ -30,9 +30,10 @@ const LlamaWeights& stories() {
 void BM_Step(benchmark::State& state, const std::string& recipe_name, const std::string& policy_spec) {
   const ModelConfig model = config_of(stories());
   StepInput input{model, &stories(), {}};
+  input.attention = AttentionKind::flash;  // as training runs compute it
   for (int t = 0; t < kTokens; ++t) input.tokens.push_back((t * 37 + 1) % model.vocab);
   const PrecisionRecipe recipe = named_recipe(recipe_name);
-  const ActivationPolicy policy = make_policy(policy_spec, model, kTokens, 4);
+  const ActivationPolicy policy = make_policy(policy_spec, model, kTokens, 4, AttentionKind::flash);
   double forward = 0, backward = 0, recompute = 0;
   for (auto _ : state) {
     HostAllocator host;
