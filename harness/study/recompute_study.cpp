@@ -16,6 +16,10 @@
 // probabilities are saved, or recomputed per the policy; "flash": the log-sum-exp is saved
 // instead and backward recomputes the probabilities, kernels/train/attention_kind.hpp; recorded
 // as the root attribute `attention`),
+// optimizer ("none", the default; "adamw:fp32" or "adamw:bf16": AdamW's two moments in that
+// format, and FP32 master weights beside steps whose tensors are narrower than 4 bytes, counted
+// in the ledger's optimizer_state category so that peak_bytes_total is a whole training step's;
+// recorded as the root attribute `optimizer`),
 // metrics (comma-separated subset that must be measurable: asking a shapes-only point for an
 // allocating-only metric is an error).
 //
@@ -121,6 +125,12 @@ class RecomputeStudy final : public StudyKind {
     } catch (const std::invalid_argument& e) {
       throw spec.error("step.attention", e.what());
     }
+    const std::string optimizer = spec.get_string("step.optimizer", "none");
+    if (optimizer == "none") optimizer_moment_bytes_ = 0;
+    else if (optimizer == "adamw:fp32") optimizer_moment_bytes_ = 4;
+    else if (optimizer == "adamw:bf16") optimizer_moment_bytes_ = 2;
+    else throw spec.error("step.optimizer", "'" + optimizer + "' is not one of none, adamw:fp32, adamw:bf16");
+    optimizer_ = optimizer;
     // The block dimension spans the largest model listed (unknown names are validate_value's to refuse).
     max_layers_ = model_preset(kRealModel).layers;
     for (const Axis& a : spec.axes)
@@ -280,7 +290,7 @@ class RecomputeStudy final : public StudyKind {
   }
 
   std::map<std::string, std::string> settings_attributes() const override {
-    return {{"attention", attention_kind_name(attention_)}};
+    return {{"attention", attention_kind_name(attention_)}, {"optimizer", optimizer_}};
   }
 
   double point_cost(const Point& p) const override {
@@ -311,6 +321,10 @@ class RecomputeStudy final : public StudyKind {
                   int eb = 0) const {
     StepInput in{model, weights, std::move(tokens), T, eb};
     in.attention = attention_;
+    if (optimizer_moment_bytes_ > 0) {
+      // FP32 masters only beside 16-bit (or narrower) step weights: FP32 and FP64 steps update their own.
+      in.optimizer = {(eb == 0 ? 4 : eb) < 4 ? 4 : 0, optimizer_moment_bytes_, 2};
+    }
     return in;
   }
   int element_bytes(const Point& p) const { return shapes_only(p) ? element_bytes_ : 4; }
@@ -363,6 +377,8 @@ class RecomputeStudy final : public StudyKind {
 
   std::filesystem::path base_;
   int element_bytes_ = 2;
+  int optimizer_moment_bytes_ = 0;  // step.optimizer: 0 none, 4 adamw:fp32, 2 adamw:bf16
+  std::string optimizer_ = "none";
   int max_layers_ = 5;
   bool all_shapes_only_ = false;
   AttentionKind attention_ = AttentionKind::naive;

@@ -50,4 +50,9 @@ std::vector<std::string> linear_layer_names(const ModelConfig& config) {
   return names;
 }
 
+std::int64_t parameter_count(const ModelConfig& c) {
+  const std::int64_t dim = c.dim, kv = c.kv_dim(), hidden = c.hidden;
+  return c.vocab * dim + c.layers * (2 * dim + 2 * dim * dim + 2 * kv * dim + 3 * hidden * dim) + dim;
+}
+
 }  // namespace fp8lab::train

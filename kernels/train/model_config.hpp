@@ -32,4 +32,8 @@ std::vector<std::string> model_preset_names();
 inline constexpr const char* kLinearKinds[] = {"wq", "wk", "wv", "wo", "w1", "w2", "w3"};
 std::vector<std::string> linear_layer_names(const ModelConfig& config);
 
+// Trained parameters of the engine's model (classifier tied to the embedding): vocab dim +
+// layers (2 dim + 2 dim^2 + 2 kv_dim dim + 3 hidden dim) + dim.
+std::int64_t parameter_count(const ModelConfig& config);
+
 }  // namespace fp8lab::train

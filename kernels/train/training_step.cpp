@@ -41,6 +41,10 @@ class Step {
     w_ = allocate_weights<Real>(c_, ledger_, MemoryCategory::weights, eb_);
     if (!r.shapes_only) copy_weights(*in_.weights, w_);
     grad_ = allocate_weights<Real>(c_, ledger_, MemoryCategory::gradients, eb_);
+    DeviceBuffer optimizer;  // master weights and moments: counted, never read by the step
+    if (in_.optimizer.per_parameter() > 0)
+      optimizer = ledger_.allocate(static_cast<std::size_t>(parameter_count(c_) * in_.optimizer.per_parameter()),
+                                   MemoryCategory::optimizer_state);
 
     const auto start = Clock::now();
     Tensor<Real> dlogits = forward(r);

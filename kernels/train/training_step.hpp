@@ -23,6 +23,15 @@
 
 namespace fp8lab::train {
 
+// What an optimizer keeps beside the step, per parameter, so that the ledger's peak is the whole
+// training step's: FP32 master weights (4 bytes, or 0 when the step's own weights are the
+// masters) and each AdamW moment (4 FP32, 2 BF16). Allocated at setup in the optimizer_state
+// category, live for the whole step. All zero (the default): not counted.
+struct OptimizerStateBytes {
+  int master_weight = 0, per_moment = 0, moments = 0;
+  std::int64_t per_parameter() const { return master_weight + std::int64_t{per_moment} * moments; }
+};
+
 struct StepInput {
   ModelConfig model;
   const LlamaWeights* weights = nullptr;  // required unless the ledger is shapes-only
@@ -39,6 +48,7 @@ struct StepInput {
   // naive (the default, so that every study made before flash keeps its bits and figures) or
   // flash; the policy must have been made for the same kind (make_policy's last argument).
   AttentionKind attention = AttentionKind::naive;
+  OptimizerStateBytes optimizer{};  // counted in the ledger when set (shapes-only studies of training memory)
 };
 
 struct StepReport {

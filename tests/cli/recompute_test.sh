@@ -76,6 +76,26 @@ expect_one_line_error "step.attention" "$fp8lab" run "$work/bad_attention.toml" 
 grep -qF -- "$work/bad_attention.toml" "$work/err" || fail "stderr does not name the file: $(cat "$work/err")"
 [[ ! -e "$work/bad.h5" ]] || fail "a results file was written for a refused spec"
 
+printf '[study]\nname = "t"\nkind = "recompute"\n[step]\noptimizer = "adam"\n' >"$work/bad_optimizer.toml"
+expect_one_line_error "step.optimizer" "$fp8lab" run "$work/bad_optimizer.toml" -o "$work/bad.h5" --quiet
+[[ ! -e "$work/bad.h5" ]] || fail "a results file was written for a refused spec"
+
+# Optimizer states in the ledger: Llama-3.1 8B shapes-only, 16-bit, AdamW with FP32 moments adds
+# 12 bytes a parameter (FP32 masters + two moments) to the whole step's peak.
+printf '[study]\nname = "t"\nkind = "recompute"\n[axes]\nmodel = ["llama3.1-8b"]\nrecipe = ["bf16"]\ntokens = [256]\n[step]\nattention = "flash"\noptimizer = "%s"\n' none >"$work/o0.toml"
+printf '[study]\nname = "t"\nkind = "recompute"\n[axes]\nmodel = ["llama3.1-8b"]\nrecipe = ["bf16"]\ntokens = [256]\n[step]\nattention = "flash"\noptimizer = "%s"\n' adamw:fp32 >"$work/o1.toml"
+expect_exit 0 "$fp8lab" run "$work/o0.toml" -o "$work/o0.h5" --quiet
+expect_exit 0 "$fp8lab" run "$work/o1.toml" -o "$work/o1.h5" --quiet
+"$py" - "$work/o0.h5" "$work/o1.h5" <<'PY' || fail "optimizer states are not counted as expected"
+import sys
+import xarray as xr
+a, b = (xr.open_dataset(f, engine="h5netcdf").squeeze() for f in sys.argv[1:])
+params = 128256 * 4096 + 32 * (2 * 4096 + 2 * 4096 ** 2 + 2 * 1024 * 4096 + 3 * 14336 * 4096) + 4096
+assert b.attrs["optimizer"] == "adamw:fp32" and a.attrs["optimizer"] == "none"
+assert int(b.peak_bytes_optimizer_state) == 12 * params and int(a.peak_bytes_optimizer_state) == 0
+assert int(b.peak_bytes_total) - int(a.peak_bytes_total) == 12 * params
+PY
+
 printf '[study]\nname = "t"\nkind = "recompute"\n[axes]\ncache = ["bf8"]\n' >"$work/bad.toml"
 expect_one_line_error "axes.cache" "$fp8lab" run "$work/bad.toml" -o "$work/bad.h5" --quiet
 grep -qF -- "$work/bad.toml" "$work/err" || fail "stderr does not name the file: $(cat "$work/err")"

@@ -122,3 +122,30 @@ TEST_CASE("train ledger: public model shapes, sequence 4096, micro-batch 1, 16-b
     }
   }
 }
+
+TEST_CASE("train ledger: optimizer states add exactly their bytes to every peak, live the whole step") {
+  // parameter_count against the checkpoint's own arrays (stories260K: every tensor it stores).
+  const LlamaWeights& w = load_llama2c_checkpoint(find_data_file("stories260K/stories260K.bin"), kStories260kSha256);
+  const ModelConfig stories = config_of(w);
+  const std::size_t stored = w.token_embedding.size() + w.rms_att.size() + w.wq.size() + w.wk.size() + w.wv.size() +
+                             w.wo.size() + w.rms_ffn.size() + w.w1.size() + w.w2.size() + w.w3.size() + w.rms_final.size();
+  CHECK(parameter_count(stories) == static_cast<std::int64_t>(stored));
+
+  // Llama-3.1 8B shapes-only, 16-bit tensors: FP32 masters + two FP32 moments = 12 bytes a parameter
+  // (ZeRO's K = 12 for mixed-precision Adam), in the optimizer_state category.
+  const ModelConfig m = model_preset("llama3.1-8b");
+  for (const AttentionKind attention : {AttentionKind::naive, AttentionKind::flash}) {
+    const StepReport without = run(m, nullptr, 4096, "bf16", "none", true, 2, attention);
+    MemoryLedger ledger(nullptr);
+    StepInput in{m, nullptr, {}, 4096, 2};
+    in.attention = attention;
+    in.optimizer = {4, 4, 2};
+    const StepReport with = run_training_step(in, named_recipe("bf16"), make_policy("none", m, 4096, 2, attention), ledger).report;
+    const auto bytes = static_cast<std::size_t>(12 * parameter_count(m));
+    CHECK(with.peak_bytes[static_cast<std::size_t>(MemoryCategory::optimizer_state)] == bytes);
+    CHECK(without.peak_bytes[static_cast<std::size_t>(MemoryCategory::optimizer_state)] == 0);
+    CHECK(with.peak_bytes_total == without.peak_bytes_total + bytes);
+    REQUIRE(with.phases.size() == without.phases.size());
+    for (std::size_t i = 0; i < with.phases.size(); ++i) CHECK(with.phases[i].peak_total == without.phases[i].peak_total + bytes);
+  }
+}
