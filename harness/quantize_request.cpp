@@ -6,9 +6,11 @@
 namespace fp8lab {
 
 QuantizeJob::QuantizeJob(const QuantizeRequest& request)
-    : format_(parse_fp8_format(request.format)),
+    : format_(parse_element_format(request.format)),
       scale_rule_(parse_scale_rule(request.scale)),
-      backend_(select_backend(request.backend, /*needs_gemm=*/false)) {}
+      backend_(select_backend(request.backend, /*needs_gemm=*/false)) {
+  check_rule_serves_format(scale_rule_, format_);  // before any input is read
+}
 
 QuantizedTensor QuantizeJob::quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols,
                                       const Granularity& granularity) const {

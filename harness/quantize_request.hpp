@@ -24,7 +24,7 @@ class QuantizeJob {
   // Parses the options and selects the backend; throws std::invalid_argument saying why.
   explicit QuantizeJob(const QuantizeRequest& request);
 
-  Fp8Format format() const { return format_; }
+  ElementFormat format() const { return format_; }
   ScaleRule scale_rule() const { return scale_rule_; }
   Backend& backend() const { return *backend_; }
 
@@ -33,7 +33,7 @@ class QuantizeJob {
                            const Granularity& granularity) const;
 
  private:
-  Fp8Format format_;
+  ElementFormat format_;
   ScaleRule scale_rule_;
   std::unique_ptr<Backend> backend_;
 };
