@@ -107,7 +107,9 @@ FP8LAB_HD constexpr float min_flt_max(float v) { return v <= kFltMax ? v : kFltM
 FP8LAB_HD constexpr float ratio_scale(float amax, float format_max, bool round_up_pow2) {
   if (amax == 0.0f) return 1.0f;
   float sf = amax / format_max;
-  if (round_up_pow2) sf = ceil_pow2(sf);
+  // sf = 0 (amax below fmt_max * 2^-150 underflows) is not a UE8M0 value (ceil_pow2 would give
+  // its NaN): it goes straight to the 2^-126 floor as under fp32.
+  if (round_up_pow2 && sf > 0.0f) sf = ceil_pow2(sf);
   constexpr float kMinScale = 0x1p-126f;
   return sf < kMinScale ? kMinScale : sf;  // written so that a NaN sf passes through
 }

@@ -6,9 +6,9 @@
 namespace fp8lab::ref {
 namespace {
 
-// fl32(v): one rounding of an FP64 value to FP32 (see scale_rules_ref.hpp for why quotients
-// rounded twice are still correct).
-double to_fp32(double v) { return static_cast<double>(static_cast<float>(v)); }
+// One rounding of an FP64 value to FP32 (scale_rules_ref.hpp: why through fl32, and why
+// quotients rounded twice are still correct).
+double to_fp32(double v) { return fl32(v); }
 
 }  // namespace
 
@@ -44,7 +44,9 @@ QuantizedRef quantize_ref(const Eigen::MatrixXd& x, Eigen::Index tile_rows, Eige
       const double scaled = s.divide ? to_fp32(x(i, j) / s.encode) : to_fp32(x(i, j) * s.encode);
       const double q = round_to_format(scaled, format, /*saturate=*/true);
       out.codes(i, j) = code_of_value(q, format);
-      out.dequantized(i, j) = to_fp32(q * to_fp32(s.decode * out.tensor_scale.decode));
+      // Dequantize the code's value: a format without NaN holds a NaN input as -0 (its contract).
+      const double held = std::isnan(q) && !format.has_nan ? -0.0 : q;
+      out.dequantized(i, j) = to_fp32(held * to_fp32(s.decode * out.tensor_scale.decode));
     }
   return out;
 }

@@ -11,8 +11,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kFltMax = std::ldexp(2.0 - std::ldexp(1.0, -23), 127);
 
-double fl32(double v) { return static_cast<double>(static_cast<float>(v)); }
-
 // The exponent of the largest normal of the element format (OCP MX emax_elem): 8, 15, 2, 4, 2.
 int emax_of(const FormatDefinition& f) {
   int k = 0;
@@ -36,7 +34,7 @@ double round_e4m3(double v) { return round_to_format(v, e4m3(), /*saturate=*/tru
 
 TileScaleRef ratio_rule(double amax, const FormatDefinition& f, bool pow2, bool divide) {
   double sf = amax == 0.0 ? 1.0 : fl32(amax / f.max_finite);
-  if (pow2 && amax != 0.0 && std::isfinite(sf)) sf = std::ldexp(1.0, ceil_log2(sf));
+  if (pow2 && sf > 0.0 && std::isfinite(sf)) sf = std::ldexp(1.0, ceil_log2(sf));  // sf = 0: the floor below
   sf = std::max(sf, std::ldexp(1.0, -126));  // NaN stays NaN (std::max returns its first argument)
   return {sf, divide ? sf : fl32(1.0 / sf), divide};
 }
@@ -81,6 +79,11 @@ TileScaleRef nvfp4_torchao_rule(double amax, const FormatDefinition& f, const Te
 }
 
 }  // namespace
+
+double fl32(double v) {
+  const volatile float rounded = static_cast<float>(v);
+  return rounded;
+}
 
 ScaleRuleRef scale_rule_ref_named(const std::string& name) {
   if (name == "fp32") return ScaleRuleRef::fp32;

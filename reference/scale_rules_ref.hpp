@@ -18,6 +18,12 @@
 
 namespace fp8lab::ref {
 
+// fl32(v): v rounded once to FP32, returned as FP64. The FP32 value passes through a volatile:
+// GCC 12.2 at -O2 (its SLP vectorizer) drops a plain static_cast<double>(static_cast<float>(v))
+// round trip when it packs two such results into one vector register (seen here: returning
+// {fl32(1 / p), p} gave both unrounded), so the reference must not leave it to the optimizer.
+double fl32(double v);
+
 enum class ScaleRuleRef {
   fp32, pow2, deepgemm, te, te_pow2, div,
   mx_floor, mx_ceil, mx_even, mx_rceil,
