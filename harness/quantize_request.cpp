@@ -1,9 +1,35 @@
 #include "harness/quantize_request.hpp"
 
+#include <stdexcept>
+#include <string>
+
 #include "harness/backend_select.hpp"
 #include "harness/metrics/error_metrics.hpp"
 
 namespace fp8lab {
+
+namespace {
+
+constexpr QuantizeScheme kSchemes[] = {
+    {"deepseek", "e4m3", "tile:1x128", "fp32"},
+    {"mxfp8", "e4m3", "tile:1x32", "mx:rceil"},
+    {"mxfp4", "e2m1", "tile:1x32", "mx"},
+    {"nvfp4", "e2m1", "tile:1x16", "nvfp4"},
+};
+
+}  // namespace
+
+std::string scheme_names() {
+  std::string names;
+  for (const QuantizeScheme& s : kSchemes) names += (names.empty() ? "" : ", ") + std::string(s.name);
+  return names;
+}
+
+const QuantizeScheme& find_scheme(std::string_view name) {
+  for (const QuantizeScheme& s : kSchemes)
+    if (name == s.name) return s;
+  throw std::invalid_argument("scheme '" + std::string(name) + "' is not one of " + scheme_names());
+}
 
 QuantizeJob::QuantizeJob(const QuantizeRequest& request)
     : format_(parse_element_format(request.format)),

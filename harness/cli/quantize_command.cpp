@@ -24,6 +24,7 @@ struct QuantizeOptions {
   QuantizeRequest request;
   std::string tensor, name;
   std::vector<std::string> granularities;
+  std::string scheme;
   std::string codes_out, scales_out, dequant_out, global_scale_out;
   double rel_floor = -1;  // < 0: default_rel_floor (1% of the input's RMS)
   bool json = false;
@@ -79,7 +80,27 @@ void write_outputs(const QuantizeOptions& o, const GranularityResult& r, Pending
   pending.commit();
 }
 
-int run_quantize(const QuantizeOptions& o) {
+// --scheme fills format, granularity and scale rule; it excludes the three options (CLI11 says
+// so), so a scheme is exactly what it names.
+QuantizeOptions with_scheme(QuantizeOptions o) {
+  if (o.scheme.empty()) {
+    if (o.granularities.empty()) throw std::invalid_argument("--granularity is required (or --scheme)");
+    return o;
+  }
+  const QuantizeScheme* s = nullptr;
+  try {
+    s = &find_scheme(o.scheme);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--scheme: ") + e.what());
+  }
+  o.request.format = s->format;
+  o.request.scale = s->scale;
+  o.granularities = {s->granularity};
+  return o;
+}
+
+int run_quantize(const QuantizeOptions& options) {
+  const QuantizeOptions o = with_scheme(options);
   std::vector<Granularity> granularities;
   for (const std::string& g : o.granularities) granularities.push_back(Granularity::parse(g));
   const bool writes_files =
@@ -103,6 +124,7 @@ int run_quantize(const QuantizeOptions& o) {
   nlohmann::json report = {{"tensor", o.tensor},   {"name", o.name},        {"dtype", dtype_name(operand.dtype)},
                            {"shape", {rows, cols}}, {"format", o.request.format}, {"scale_rule", o.request.scale},
                            {"backend", backend.name()},      {"rel_floor", floor},    {"results", nlohmann::json::array()}};
+  if (!o.scheme.empty()) report["scheme"] = o.scheme;
   if (!o.json) {
     std::printf("%s%s%s: %lldx%lld %s -> %s, scale rule %s, %s backend\n", o.tensor.c_str(), o.name.empty() ? "" : ":",
                 o.name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols), dtype_name(operand.dtype),
@@ -160,13 +182,18 @@ Command add_quantize_command(CLI::App& app) {
   sub->add_option("--granularity", o->granularities,
                   "One scale per: tensor | row | tile:1xT (T along K) | block:BxB; T, B powers of two from 16 to 512. "
                   "Repeat to compare several on the same tensor")
-      ->required()
       ->delimiter(',');
   sub->add_option("--scale", o->request.scale,
                   "Scale rule, each a library's own arithmetic (kernels/scale_rules.hpp): fp32 (sf = amax / fmt_max), "
                   "pow2 (rounded up to a power of two), deepgemm, te, te-pow2, div (x / sf), mx (OCP MX FLOOR), "
                   "mx:ceil, mx:even, mx:rceil (E8M0 scales), nvfp4, nvfp4:torchao (two-level, e2m1 only)")
       ->capture_default_str();
+  sub->add_option("--scheme", o->scheme,
+                  "Format, granularity and scale rule in one word: deepseek (e4m3, tile:1x128, fp32), mxfp8 (e4m3, "
+                  "tile:1x32, mx:rceil), mxfp4 (e2m1, tile:1x32, mx), nvfp4 (e2m1, tile:1x16, nvfp4)")
+      ->excludes("--granularity")
+      ->excludes("--scale")
+      ->excludes("--format");
   sub->add_option("--codes", o->codes_out, "Write the FP8 codes (uint8, rows x cols) to this .npy");
   sub->add_option("--scales", o->scales_out, "Write the scales (float32, row-major over the tile grid) to this .npy");
   sub->add_option("--dequant", o->dequant_out, "Write the dequantized tensor (float32) to this .npy");
