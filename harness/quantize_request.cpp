@@ -31,9 +31,23 @@ const QuantizeScheme& find_scheme(std::string_view name) {
   throw std::invalid_argument("scheme '" + std::string(name) + "' is not one of " + scheme_names());
 }
 
+namespace {
+
+// Errors name their option as the CLI spells it (the Python keywords carry the same names).
+template <class Parse>
+auto parsed_option(const char* option, const std::string& text, Parse parse) {
+  try {
+    return parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(option) + ": " + e.what());
+  }
+}
+
+}  // namespace
+
 QuantizeJob::QuantizeJob(const QuantizeRequest& request)
-    : format_(parse_element_format(request.format)),
-      scale_rule_(parse_scale_rule(request.scale)),
+    : format_(parsed_option("--format", request.format, parse_element_format)),
+      scale_rule_(parsed_option("--scale", request.scale, parse_scale_rule)),
       backend_(select_backend(request.backend, /*needs_gemm=*/false)) {
   check_rule_serves_format(scale_rule_, format_);  // before any input is read
 }

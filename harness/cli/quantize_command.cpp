@@ -37,21 +37,6 @@ struct GranularityResult {
   std::int64_t zeroed = 0;  // nonzero inputs whose code is +-0 (underflow)
 };
 
-// Option errors name their flag: the request's fields are --format and --scale here.
-QuantizeJob make_job(const QuantizeRequest& request) {
-  try {
-    parse_element_format(request.format);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("--format: ") + e.what());
-  }
-  try {
-    parse_scale_rule(request.scale);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("--scale: ") + e.what());
-  }
-  return QuantizeJob(request);
-}
-
 GranularityResult run_one(const QuantizeJob& job, const std::vector<float>& x, std::int64_t rows, std::int64_t cols,
                           const Granularity& granularity, double rel_floor) {
   GranularityResult r;
@@ -107,7 +92,7 @@ int run_quantize(const QuantizeOptions& options) {
       !o.codes_out.empty() || !o.scales_out.empty() || !o.dequant_out.empty() || !o.global_scale_out.empty();
   if (writes_files && granularities.size() != 1)
     throw std::invalid_argument("--codes/--scales/--dequant/--global-scale need exactly one --granularity");
-  const QuantizeJob job = make_job(o.request);  // format, scale rule, backend
+  const QuantizeJob job(o.request);  // format, scale rule, backend
   if (!o.global_scale_out.empty() && !scale_rule_math(job.scale_rule()).two_level)
     throw std::invalid_argument(std::string("--global-scale: scale rule ") + scale_rule_name(job.scale_rule()) +
                                 " has no per-tensor scale (only nvfp4 and nvfp4:torchao do)");
