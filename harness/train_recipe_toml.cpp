@@ -65,7 +65,7 @@ struct Reader {
     parsed("b_format", [&](const std::string& s) { p.b_format = parse_fp8_format(s); });
     parsed("a_granularity", [&](const std::string& s) { p.a_granularity = Granularity::parse(s); });
     parsed("b_granularity", [&](const std::string& s) { p.b_granularity = Granularity::parse(s); });
-    parsed("scale", [&](const std::string& s) { p.scale_rule = parse_scale_rule(s); });
+    parsed("scale", [&](const std::string& s) { p.scale_rule = parse_gemm_scale_rule(s); });
     parsed("accumulation", [&](const std::string& s) { p.gemm.accumulation = AccumulationModel::parse(s); });
     parsed("promotion", [&](const std::string& s) { p.gemm.promotion = PromotionInterval::parse(s); });
     if (t.contains("requantize_transposed")) {

@@ -43,6 +43,15 @@ ScaleRule parse_scale_rule(std::string_view text) {
   throw std::invalid_argument("scale rule '" + std::string(text) + "' is not one of " + scale_rule_names());
 }
 
+ScaleRule parse_gemm_scale_rule(std::string_view text) {
+  const ScaleRule rule = parse_scale_rule(text);
+  if (scale_rule_math(rule).two_level)
+    throw std::invalid_argument("scale rule " + std::string(text) +
+                                " is two-level (per-tensor and E4M3 per-block scales on E2M1 codes): the FP8 GEMMs "
+                                "take one scale per tile");
+  return rule;
+}
+
 void check_rule_serves_format(ScaleRule rule, ElementFormat format) {
   if (scale_rule_math(rule).two_level && format.kind() != ElementFormat::Kind::e2m1)
     throw std::invalid_argument(std::string("scale rule ") + scale_rule_name(rule) + " needs format e2m1, not " +

@@ -261,6 +261,9 @@ static_assert(scale_detail::mx_scale_code(150.0f, ScaleFromAmax::e8m0_floor, ele
 const char* scale_rule_name(ScaleRule rule);
 // Throws std::invalid_argument listing the valid names.
 ScaleRule parse_scale_rule(std::string_view text);
+// parse_scale_rule for GEMM operands (specs, `fp8lab gemm`, training recipes): the FP8 GEMMs
+// take one scale per tile, so the two-level nvfp4 rules are refused here, with the reason.
+ScaleRule parse_gemm_scale_rule(std::string_view text);
 // "fp32, pow2, ..." for error messages and --help.
 std::string scale_rule_names();
 // Throws std::invalid_argument when the rule cannot serve the format (the nvfp4 rules take
