@@ -32,7 +32,8 @@ class FallbackBackend final : public Backend {
   }
   QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols,
                            const QuantizeConfig& config) override {
-    return primary_->quantize(x, rows, cols, config);
+    // The two-level (nvfp4) rules need the tensor's amax first: the CUDA quantizer refuses them.
+    return (scale_rule_math(config.scale_rule).two_level ? *fallback_ : *primary_).quantize(x, rows, cols, config);
   }
   QuantizedTensor requantize_transposed(const QuantizedTensor& in) override {
     return primary_->requantize_transposed(in);

@@ -24,7 +24,7 @@ GemmJob::GemmJob(const GemmRequest& request)
     : request_(request),
       format_(parse_fp8_format(request.format)),
       b_format_(b_format_of(request, format_)),
-      scale_rule_(parse_scale_rule(request.scale)),
+      scale_rule_(parse_gemm_scale_rule(request.scale)),
       config_{AccumulationModel::parse(request.accum), PromotionInterval::parse(request.promotion),
               parse_output_type(request.output)},
       a_granularity_(Granularity::parse(request.a_granularity)),

@@ -1,14 +1,56 @@
 #include "harness/quantize_request.hpp"
 
+#include <stdexcept>
+#include <string>
+
 #include "harness/backend_select.hpp"
 #include "harness/metrics/error_metrics.hpp"
 
 namespace fp8lab {
 
+namespace {
+
+constexpr QuantizeScheme kSchemes[] = {
+    {"deepseek", "e4m3", "tile:1x128", "fp32"},
+    {"mxfp8", "e4m3", "tile:1x32", "mx:rceil"},
+    {"mxfp4", "e2m1", "tile:1x32", "mx"},
+    {"nvfp4", "e2m1", "tile:1x16", "nvfp4"},
+};
+
+}  // namespace
+
+std::string scheme_names() {
+  std::string names;
+  for (const QuantizeScheme& s : kSchemes) names += (names.empty() ? "" : ", ") + std::string(s.name);
+  return names;
+}
+
+const QuantizeScheme& find_scheme(std::string_view name) {
+  for (const QuantizeScheme& s : kSchemes)
+    if (name == s.name) return s;
+  throw std::invalid_argument("scheme '" + std::string(name) + "' is not one of " + scheme_names());
+}
+
+namespace {
+
+// Errors name their option as the CLI spells it (the Python keywords carry the same names).
+template <class Parse>
+auto parsed_option(const char* option, const std::string& text, Parse parse) {
+  try {
+    return parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(option) + ": " + e.what());
+  }
+}
+
+}  // namespace
+
 QuantizeJob::QuantizeJob(const QuantizeRequest& request)
-    : format_(parse_fp8_format(request.format)),
-      scale_rule_(parse_scale_rule(request.scale)),
-      backend_(select_backend(request.backend, /*needs_gemm=*/false)) {}
+    : format_(parsed_option("--format", request.format, parse_element_format)),
+      scale_rule_(parsed_option("--scale", request.scale, parse_scale_rule)),
+      backend_(select_backend(request.backend, /*needs_gemm=*/false)) {
+  check_rule_serves_format(scale_rule_, format_);  // before any input is read
+}
 
 QuantizedTensor QuantizeJob::quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols,
                                       const Granularity& granularity) const {

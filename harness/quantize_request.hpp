@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "kernels/backend.hpp"
 #include "kernels/quantization.hpp"
@@ -19,12 +20,27 @@ struct QuantizeRequest {
   std::string backend = "auto";
 };
 
+// A scheme sets format, granularity and scale rule in one word, as the libraries ship them:
+//   deepseek  e4m3, tile:1x128, fp32       (DeepSeek-V3 activations; its weights: block:128x128)
+//   mxfp8     e4m3, tile:1x32,  mx:rceil   (torchao / TE MXFP8)
+//   mxfp4     e2m1, tile:1x32,  mx         (OCP MX v1.0 FP4)
+//   nvfp4     e2m1, tile:1x16,  nvfp4      (TE NVFP4 activations and gradients; its weights: 16x16)
+struct QuantizeScheme {
+  const char* name;
+  const char* format;
+  const char* granularity;
+  const char* scale;
+};
+// Throws std::invalid_argument listing the schemes.
+const QuantizeScheme& find_scheme(std::string_view name);
+std::string scheme_names();
+
 class QuantizeJob {
  public:
   // Parses the options and selects the backend; throws std::invalid_argument saying why.
   explicit QuantizeJob(const QuantizeRequest& request);
 
-  Fp8Format format() const { return format_; }
+  ElementFormat format() const { return format_; }
   ScaleRule scale_rule() const { return scale_rule_; }
   Backend& backend() const { return *backend_; }
 
@@ -33,7 +49,7 @@ class QuantizeJob {
                            const Granularity& granularity) const;
 
  private:
-  Fp8Format format_;
+  ElementFormat format_;
   ScaleRule scale_rule_;
   std::unique_ptr<Backend> backend_;
 };

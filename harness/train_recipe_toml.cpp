@@ -70,7 +70,7 @@ struct Reader {
     // "delayed": Transformer Engine's delayed scaling (amax history) instead of a scale rule.
     parsed("scale", [&](const std::string& s) {
       p.delayed_scaling = s == "delayed";
-      if (!p.delayed_scaling) p.scale_rule = parse_scale_rule(s);
+      if (!p.delayed_scaling) p.scale_rule = parse_gemm_scale_rule(s);
     });
     parsed("amax_reduction", [&](const std::string& s) { p.amax_reduction = parse_amax_reduction(s); });
     for (const char* key : {"amax_history", "margin"}) {

@@ -111,6 +111,15 @@ GemmPlan plan_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Gem
     throw std::invalid_argument("A is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + " and B is " +
                                 std::to_string(b.rows) + "x" + std::to_string(b.cols) +
                                 ": both must be K-major with the same K (C = A * B^T)");
+  // The GEMMs take FP8 codes with one dequantization scale per tile: no FP4/FP6 element
+  // format, and no two-level (nvfp4) rule, whose tile scale is not the whole dequantization.
+  for (const auto& [name, q] : {std::pair<const char*, const QuantizedTensor*>{"A", &a}, {"B", &b}}) {
+    q->config.format.fp8();  // throws naming the format
+    if (scale_rule_math(q->config.scale_rule).two_level)
+      throw std::invalid_argument(std::string(name) + " is quantized with scale rule " +
+                                  scale_rule_name(q->config.scale_rule) +
+                                  ": the GEMMs take one scale per tile, not a two-level (nvfp4) rule");
+  }
   GemmPlan plan{a.rows, b.rows, a.cols, 0, 0, 0};
   const std::int64_t depth = config.accumulation.kind == AccumulationModel::Kind::fp32 ? 32 : config.accumulation.depth;
   plan.padded_k = (plan.k + depth - 1) / depth * depth;

@@ -113,7 +113,9 @@ std::string cublaslt_config_failure(const QuantizedTensor& a, const QuantizedTen
     return "cuBLASLt's block-scaled GEMM has one fixed arithmetic (hypothesis: hopper partials promoted every 128); "
            "it cannot run accumulation " +
            config.accumulation.to_string() + " with promotion " + config.promotion.to_string();
-  if (std::string why = cublaslt_format_failure(CublasLtMode::block_scaled, a.config.format, b.config.format);
+  if (!a.config.format.is_fp8() || !b.config.format.is_fp8())
+    return std::string("cuBLASLt takes FP8 operands, not ") + a.config.format.name() + " x " + b.config.format.name();
+  if (std::string why = cublaslt_format_failure(CublasLtMode::block_scaled, a.config.format.fp8(), b.config.format.fp8());
       !why.empty())
     return why;
   return cublaslt_precondition_failure(CublasLtMode::block_scaled, a.rows, b.rows, a.cols, config.output);

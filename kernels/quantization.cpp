@@ -4,21 +4,19 @@
 #include <stdexcept>
 #include <string>
 
-
 namespace fp8lab {
-
-const char* scale_rule_name(ScaleRule rule) { return rule == ScaleRule::fp32 ? "fp32" : "pow2"; }
-
-ScaleRule parse_scale_rule(std::string_view text) {
-  if (text == "fp32") return ScaleRule::fp32;
-  if (text == "pow2") return ScaleRule::pow2;
-  throw std::invalid_argument("scale rule '" + std::string(text) + "' is not one of fp32, pow2");
-}
 
 Fp8Format parse_fp8_format(std::string_view text) {
   if (text == "e4m3") return Fp8Format::e4m3;
   if (text == "e5m2") return Fp8Format::e5m2;
   throw std::invalid_argument("format '" + std::string(text) + "' is not one of e4m3, e5m2");
+}
+
+ElementFormat parse_element_format(std::string_view text) {
+  using Kind = ElementFormat::Kind;
+  for (const Kind kind : {Kind::e4m3, Kind::e5m2, Kind::e2m1, Kind::e3m2, Kind::e2m3})
+    if (text == ElementFormat(kind).name()) return kind;
+  throw std::invalid_argument("format '" + std::string(text) + "' is not one of e4m3, e5m2, e2m1, e3m2, e2m3");
 }
 
 namespace {
@@ -102,6 +100,7 @@ QuantizedTensor make_quantized_tensor(std::int64_t rows, std::int64_t cols, cons
   if (rows > kLimit || cols > kLimit || __builtin_mul_overflow(rows, cols, &elements) || elements > kLimit)
     throw std::invalid_argument("tensor shape " + std::to_string(rows) + "x" + std::to_string(cols) +
                                 " is too large (more than 2^62 elements)");
+  check_rule_serves_format(config.scale_rule, config.format);
   QuantizedTensor q;
   q.rows = rows;
   q.cols = cols;

@@ -1,6 +1,7 @@
 #pragma once
-// What a quantized tensor is, shared by the CPU and CUDA backends: granularity (the tile
-// one scale covers), scale rule, and the container for codes + scales.
+// What a quantized tensor is, shared by the CPU and CUDA backends: element format, granularity
+// (the tile one scale covers), scale rule (kernels/scale_rules.hpp), and the container for
+// codes + scales.
 //
 // A 2-D tensor is rows x cols, row-major; rows are tokens (activations) or output
 // channels (weights) and cols run along the GEMM's K. Every granularity is one tile shape:
@@ -15,18 +16,12 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/formats/element_format.hpp"
 #include "kernels/formats/float_formats.hpp"
-#include "kernels/formats/ue8m0.hpp"
+#include "kernels/scale_rules.hpp"
 
 namespace fp8lab {
 
-enum class ScaleRule {
-  fp32,  // sf = fl32(amax / fmt_max)
-  pow2,  // the smallest power of two >= fl32(amax / fmt_max) (storable as UE8M0)
-};
-
-const char* scale_rule_name(ScaleRule rule);
-ScaleRule parse_scale_rule(std::string_view text);   // throws std::invalid_argument
 Fp8Format parse_fp8_format(std::string_view text);   // throws std::invalid_argument
 
 struct Granularity {
@@ -51,7 +46,7 @@ struct Granularity {
 };
 
 struct QuantizeConfig {
-  Fp8Format format = Fp8Format::e4m3;
+  ElementFormat format = Fp8Format::e4m3;
   Granularity granularity = Granularity::tile(128);
   ScaleRule scale_rule = ScaleRule::fp32;
 };
@@ -62,28 +57,20 @@ struct QuantizedTensor {
   std::int64_t tile_rows = 0, tile_cols = 0;    // extent of the tile one scale covers
   std::int64_t scale_rows = 0, scale_cols = 0;  // the scale grid
   std::vector<std::uint8_t> codes;              // rows x cols, row-major
-  std::vector<float> scales;                    // scale_rows x scale_cols, row-major
+  std::vector<float> scales;                    // scale_rows x scale_cols, row-major: each tile's
+                                                // TileScale::decode (for nvfp4 the E4M3 block scale s_b)
+  // The per-tensor level of the two-level (nvfp4) rules, {1, 1} otherwise, and the amax it
+  // came from. Dequantization: x' = fl32(decode(q) * fl32(scale * tensor_scale.decode)).
+  TensorScale tensor_scale;
+  float tensor_amax = 0.0f;
 
   float scale_of(std::int64_t r, std::int64_t c) const {
     return scales[static_cast<std::size_t>((r / tile_rows) * scale_cols + c / tile_cols)];
   }
 };
 
-// Allocates a QuantizedTensor of the right geometry for rows x cols, codes and scales zeroed.
+// Allocates a QuantizedTensor of the right geometry for rows x cols, codes zeroed and scales 1;
+// throws std::invalid_argument when the rule cannot serve the format (check_rule_serves_format).
 QuantizedTensor make_quantized_tensor(std::int64_t rows, std::int64_t cols, const QuantizeConfig& config);
-
-// The scale of one tile from its amax (DESIGN.md section 2): an all-zero tile gets 1;
-// otherwise sf = fl32(amax / fmt_max), rounded up to a power of two for `pow2`.
-// fp8lab's addition: sf is kept >= 2^-126 (FLT_MIN) so that fl32(1 / sf) stays finite;
-// only tiles with amax below fmt_max * 2^-126 (about 5e-36 for E4M3) are affected.
-// NaN amax gives a NaN scale (kernels propagate NaN; the harness rejects it earlier).
-// Host and device run this same code, so the backends agree by construction.
-FP8LAB_HD inline float tile_scale(float amax, float format_max, ScaleRule rule) {
-  if (amax == 0.0f) return 1.0f;
-  float sf = amax / format_max;
-  if (rule == ScaleRule::pow2) sf = ceil_pow2(sf);
-  constexpr float kMinScale = 0x1p-126f;
-  return sf < kMinScale ? kMinScale : sf;  // written so that a NaN sf passes through
-}
 
 }  // namespace fp8lab

@@ -1,19 +1,20 @@
 #pragma once
-// FP64 reference for tile/block FP8 quantization, written from DESIGN.md section 2's
+// FP64 reference for tile/block quantization, written from DESIGN.md section 2's
 // formula and sharing no code with kernels/:
-//   amax = max |x| over the tile; sf = fl32(amax / fmt_max) (rounded up to a power of two
-//   for pow2; 1 for an all-zero tile; at least 2^-126); q = RNE-satfinite(fl32(x * fl32(1/sf)));
-//   x' = fl32(q * sf).
+//   amax = max |x| over the tile; {decode, encode} = tile_scale_ref(amax, rule) (the rules:
+//   reference/scale_rules_ref; for fp32: sf = fl32(amax / fmt_max), 1 for an all-zero tile,
+//   at least 2^-126, encode = fl32(1 / sf)); q = RNE-satfinite(fl32(x * encode)) (or x / encode);
+//   x' = fl32(q * fl32(decode * tensor decode)), the tensor factor 1 but for the nvfp4 rules,
+//   whose per-tensor level comes from the whole tensor's amax first.
 // A tile is tile_rows x tile_cols; element (i, j) belongs to tile (i / tile_rows, j / tile_cols),
 // so a ragged last tile is the zero-padded one.
 #include <Eigen/Dense>
 #include <cstdint>
 
 #include "reference/float_formats_ref.hpp"
+#include "reference/scale_rules_ref.hpp"
 
 namespace fp8lab::ref {
-
-enum class ScaleRuleRef { fp32, pow2 };
 
 using CodeMatrix = Eigen::Matrix<std::uint32_t, Eigen::Dynamic, Eigen::Dynamic>;
 
@@ -21,6 +22,7 @@ struct QuantizedRef {
   CodeMatrix codes;             // rows x cols
   Eigen::MatrixXd scales;       // ceil(rows / tile_rows) x ceil(cols / tile_cols), FP32 values
   Eigen::MatrixXd dequantized;  // rows x cols, FP32 values
+  TensorScaleRef tensor_scale;  // {1, 1} but for the two-level rules
 };
 
 // x must hold FP32 values (the operand as the kernel sees it).

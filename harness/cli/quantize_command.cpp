@@ -24,7 +24,8 @@ struct QuantizeOptions {
   QuantizeRequest request;
   std::string tensor, name;
   std::vector<std::string> granularities;
-  std::string codes_out, scales_out, dequant_out;
+  std::string scheme;
+  std::string codes_out, scales_out, dequant_out, global_scale_out;
   double rel_floor = -1;  // < 0: default_rel_floor (1% of the input's RMS)
   bool json = false;
 };
@@ -42,8 +43,12 @@ GranularityResult run_one(const QuantizeJob& job, const std::vector<float>& x, s
   r.quantized = job.quantize(x, rows, cols, granularity);
   r.dequantized = cpu::dequantize(r.quantized);
   r.metrics = error_metrics(std::span<const float>(r.dequantized), std::span<const float>(x), rel_floor);
+  // A code is +-0 when its bits below the sign bit (bit 7, 5 or 3 by format) are all zero.
+  const std::uint8_t magnitude_mask = with_element_codec(job.format(), [](auto codec) {
+    return static_cast<std::uint8_t>(FormatLayout<decltype(codec)>::magnitude_mask);
+  });
   for (std::size_t i = 0; i < x.size(); ++i)
-    if (x[i] != 0.0f && (r.quantized.codes[i] & 0x7F) == 0) ++r.zeroed;
+    if (x[i] != 0.0f && (r.quantized.codes[i] & magnitude_mask) == 0) ++r.zeroed;
   return r;
 }
 
@@ -55,18 +60,44 @@ void write_outputs(const QuantizeOptions& o, const GranularityResult& r, Pending
     write_npy(pending.add(o.scales_out),
               Tensor::from_f32({r.quantized.scale_rows, r.quantized.scale_cols}, r.quantized.scales));
   if (!o.dequant_out.empty()) write_npy(pending.add(o.dequant_out), Tensor::from_f32(shape, r.dequantized));
+  if (!o.global_scale_out.empty())
+    write_npy(pending.add(o.global_scale_out), Tensor::from_f32({1}, {r.quantized.tensor_scale.decode}));
   pending.commit();
 }
 
-int run_quantize(const QuantizeOptions& o) {
+// --scheme fills format, granularity and scale rule; it excludes the three options (CLI11 says
+// so), so a scheme is exactly what it names.
+QuantizeOptions with_scheme(QuantizeOptions o) {
+  if (o.scheme.empty()) {
+    if (o.granularities.empty()) throw std::invalid_argument("--granularity is required (or --scheme)");
+    return o;
+  }
+  const QuantizeScheme* s = nullptr;
+  try {
+    s = &find_scheme(o.scheme);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--scheme: ") + e.what());
+  }
+  o.request.format = s->format;
+  o.request.scale = s->scale;
+  o.granularities = {s->granularity};
+  return o;
+}
+
+int run_quantize(const QuantizeOptions& options) {
+  const QuantizeOptions o = with_scheme(options);
   std::vector<Granularity> granularities;
   for (const std::string& g : o.granularities) granularities.push_back(Granularity::parse(g));
-  const bool writes_files = !o.codes_out.empty() || !o.scales_out.empty() || !o.dequant_out.empty();
+  const bool writes_files =
+      !o.codes_out.empty() || !o.scales_out.empty() || !o.dequant_out.empty() || !o.global_scale_out.empty();
   if (writes_files && granularities.size() != 1)
-    throw std::invalid_argument("--codes/--scales/--dequant need exactly one --granularity");
+    throw std::invalid_argument("--codes/--scales/--dequant/--global-scale need exactly one --granularity");
   const QuantizeJob job(o.request);  // format, scale rule, backend
+  if (!o.global_scale_out.empty() && !scale_rule_math(job.scale_rule()).two_level)
+    throw std::invalid_argument(std::string("--global-scale: scale rule ") + scale_rule_name(job.scale_rule()) +
+                                " has no per-tensor scale (only nvfp4 and nvfp4:torchao do)");
   const Backend& backend = job.backend();
-  for (const std::string* out : {&o.codes_out, &o.scales_out, &o.dequant_out})
+  for (const std::string* out : {&o.codes_out, &o.scales_out, &o.dequant_out, &o.global_scale_out})
     if (!out->empty()) require_writable_location(*out);  // refused before any work
 
   const MatrixOperand operand = load_matrix_operand(o.tensor, o.name);
@@ -78,6 +109,7 @@ int run_quantize(const QuantizeOptions& o) {
   nlohmann::json report = {{"tensor", o.tensor},   {"name", o.name},        {"dtype", dtype_name(operand.dtype)},
                            {"shape", {rows, cols}}, {"format", o.request.format}, {"scale_rule", o.request.scale},
                            {"backend", backend.name()},      {"rel_floor", floor},    {"results", nlohmann::json::array()}};
+  if (!o.scheme.empty()) report["scheme"] = o.scheme;
   if (!o.json) {
     std::printf("%s%s%s: %lldx%lld %s -> %s, scale rule %s, %s backend\n", o.tensor.c_str(), o.name.empty() ? "" : ":",
                 o.name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols), dtype_name(operand.dtype),
@@ -102,6 +134,10 @@ int run_quantize(const QuantizeOptions& o) {
                               {"scale_shape", {r.quantized.scale_rows, r.quantized.scale_cols}},
                               {"zeroed", r.zeroed},
                               {"metrics", to_json(m)}};
+      if (scale_rule_math(job.scale_rule()).two_level)
+        entry["tensor_scale"] = {{"amax", r.quantized.tensor_amax},
+                                 {"encode", r.quantized.tensor_scale.encode},
+                                 {"decode", r.quantized.tensor_scale.decode}};
       report["results"].push_back(entry);
     } else {
       const std::string grid = std::to_string(r.quantized.scale_rows) + "x" + std::to_string(r.quantized.scale_cols);
@@ -124,18 +160,31 @@ Command add_quantize_command(CLI::App& app) {
   auto o = std::make_shared<QuantizeOptions>();
   sub->add_option("TENSOR", o->tensor, "Input tensor file (.npy, or .safetensors with --name)")->required();
   sub->add_option("--name", o->name, "Tensor name inside a .safetensors file");
-  sub->add_option("--format", o->request.format, "FP8 format: e4m3 or e5m2")->capture_default_str();
+  sub->add_option("--format", o->request.format,
+                  "Element format: e4m3, e5m2 (FP8), e2m1 (FP4), e3m2, e2m3 (FP6); FP4/FP6 codes are one per uint8, "
+                  "in the low bits")
+      ->capture_default_str();
   sub->add_option("--granularity", o->granularities,
                   "One scale per: tensor | row | tile:1xT (T along K) | block:BxB; T, B powers of two from 16 to 512. "
                   "Repeat to compare several on the same tensor")
-      ->required()
       ->delimiter(',');
   sub->add_option("--scale", o->request.scale,
-                  "Scale rule: fp32 (sf = amax / fmt_max) or pow2 (rounded up to a power of two, UE8M0-storable)")
+                  "Scale rule, each a library's own arithmetic (kernels/scale_rules.hpp): fp32 (sf = amax / fmt_max), "
+                  "pow2 (rounded up to a power of two), deepgemm, te, te-pow2, div (x / sf), mx (OCP MX FLOOR), "
+                  "mx:ceil, mx:even, mx:rceil (E8M0 scales), nvfp4, nvfp4:torchao (two-level, e2m1 only)")
       ->capture_default_str();
+  sub->add_option("--scheme", o->scheme,
+                  "Format, granularity and scale rule in one word: deepseek (e4m3, tile:1x128, fp32), mxfp8 (e4m3, "
+                  "tile:1x32, mx:rceil), mxfp4 (e2m1, tile:1x32, mx), nvfp4 (e2m1, tile:1x16, nvfp4)")
+      ->excludes("--granularity")
+      ->excludes("--scale")
+      ->excludes("--format");
   sub->add_option("--codes", o->codes_out, "Write the FP8 codes (uint8, rows x cols) to this .npy");
   sub->add_option("--scales", o->scales_out, "Write the scales (float32, row-major over the tile grid) to this .npy");
   sub->add_option("--dequant", o->dequant_out, "Write the dequantized tensor (float32) to this .npy");
+  sub->add_option("--global-scale", o->global_scale_out,
+                  "nvfp4 rules: write the per-tensor decode scale (float32, shape [1]) to this .npy; "
+                  "x' = code * (scale * global scale)");
   sub->add_option("--rel-floor", o->rel_floor,
                   "max_rel counts only elements with |x| above this (default: 1% of the input's RMS)");
   sub->add_option("--backend", o->request.backend, "cpu, cuda or auto (cuda when a device is there)")->capture_default_str();

@@ -61,6 +61,10 @@ void add_quantize_bindings(py::module_& m) {
                              [](const QuantizedTensor& q) { return q.config.granularity.to_string(); })
       .def_property_readonly("scale_rule",
                              [](const QuantizedTensor& q) { return scale_rule_name(q.config.scale_rule); })
+      .def_property_readonly(
+          "tensor_scale", [](const QuantizedTensor& q) { return q.tensor_scale.decode; },
+          "the per-tensor decode factor of the two-level nvfp4 rules (1.0 otherwise): x ~ decode(code) * "
+          "(scale * tensor_scale), as `fp8lab quantize --global-scale` writes it")
       .def("dequantize", &dequantize, "float32 fl32(decode(code) * scale), as `fp8lab quantize --dequant` writes it")
       .def("__repr__", [](const QuantizedTensor& q) {
         return "<fp8lab.Quantized " + std::to_string(q.rows) + "x" + std::to_string(q.cols) + " " +
@@ -74,8 +78,10 @@ void add_quantize_bindings(py::module_& m) {
         py::arg("backend") = defaults.backend,
         "Quantize a 2-D tensor x (rows = tokens or output channels, columns along K) to FP8 with one scale per "
         "tile: granularity 'tensor' | 'row' | 'tile:1xT' (T along K) | 'block:BxB', T and B powers of two from "
-        "16 to 512; format 'e4m3' | 'e5m2'; scale 'fp32' (amax / fmt_max) | 'pow2' (rounded up to a power of "
-        "two). The same as `fp8lab quantize X --granularity G --codes ... --scales ...`.");
+        "16 to 512; format 'e4m3' | 'e5m2' | 'e2m1' | 'e3m2' | 'e2m3' (FP4/FP6 codes one per uint8); scale "
+        "'fp32' (amax / fmt_max) | 'pow2' | 'deepgemm' | 'te' | 'te-pow2' | 'div' | 'mx' | 'mx:ceil' | 'mx:even' | "
+        "'mx:rceil' | 'nvfp4' | 'nvfp4:torchao' (each a library's own scale arithmetic). The same as `fp8lab "
+        "quantize X --granularity G --format F --scale S --codes ... --scales ...`.");
   m.def("dequantize", &dequantize, py::arg("q"),
         "float32 fl32(decode(code) * scale) of a Quantized, as `fp8lab quantize --dequant` writes it");
 }

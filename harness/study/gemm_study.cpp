@@ -87,7 +87,7 @@ class GemmStudy final : public StudyKind {
       if (v != "fprop" && v != "dgrad" && v != "wgrad") throw std::invalid_argument("gemm '" + v + "' is not one of fprop, dgrad, wgrad");
     } else if (axis == "format") parse_fp8_format(v);
     else if (axis == "a_granularity" || axis == "b_granularity") Granularity::parse(v);
-    else if (axis == "scale") parse_scale_rule(v);
+    else if (axis == "scale") parse_gemm_scale_rule(v);
     else if (axis == "accum") AccumulationModel::parse(v);
     else if (axis == "promotion") PromotionInterval::parse(v);
     else if (axis == "distribution") validate({1, 1, v, 0, 1.0, 0});
@@ -205,7 +205,7 @@ class GemmStudy final : public StudyKind {
     require_finite_operand(a, s.k, "A");
     require_finite_operand(b, s.k, "B");
     const Fp8Format f = parse_fp8_format(p.at("format"));
-    const ScaleRule rule = parse_scale_rule(p.at("scale"));
+    const ScaleRule rule = parse_gemm_scale_rule(p.at("scale"));
     Backend& backend = *context.backend;
     const QuantizedTensor qa = backend.quantize(a, s.m, s.k, {f, Granularity::parse(p.at("a_granularity")), rule});
     const QuantizedTensor qb = backend.quantize(b, s.n, s.k, {f, Granularity::parse(p.at("b_granularity")), rule});

@@ -117,7 +117,7 @@ bool unpack_row(const CodeTable& table, const std::uint8_t* codes, std::int64_t 
 
 PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
                const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool floor_count, bool& all_finite) {
-  const CodeTable& table = table_for(q.config.format, zero);
+  const CodeTable& table = table_for(q.config.format.fp8(), zero);
   const std::vector<std::int64_t> rows = all_or(selection, q.rows);
   const std::int64_t instructions = plan.padded_k / depth;
   PackedA p;
@@ -179,7 +179,7 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
 
 PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
                const std::vector<std::int64_t>& selection, bool floor_count, bool& all_finite) {
-  const CodeTable& table = table_for(q.config.format, zero);
+  const CodeTable& table = table_for(q.config.format.fp8(), zero);
   const std::vector<std::int64_t> cols = all_or(selection, q.rows);
   const std::int64_t instructions = plan.padded_k / depth;
   PackedB p;

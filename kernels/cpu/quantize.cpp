@@ -26,27 +26,44 @@ float tile_amax(const float* x, std::int64_t ld, std::int64_t r0, std::int64_t r
   return float_from_bits(amax_bits);
 }
 
-template <class F>
-void encode_tile(const float* x, std::uint8_t* codes, std::int64_t ld, std::int64_t r0, std::int64_t r1,
-                 std::int64_t c0, std::int64_t c1, float inverse_scale) {
+// q = RNE-satfinite(fl32(x * encode)) or (fl32(x / encode)): the choice is made once per tile,
+// outside the loops, so that each loop stays one vectorizable operation per element.
+template <class F, ApplyScale kApply>
+void encode_tile_as(const float* x, std::uint8_t* codes, std::int64_t ld, std::int64_t r0, std::int64_t r1,
+                    std::int64_t c0, std::int64_t c1, float encode_factor) {
   for (std::int64_t r = r0; r < r1; ++r) {
     const float* in = x + r * ld;
     std::uint8_t* out = codes + r * ld;
     for (std::int64_t c = c0; c < c1; ++c)
-      out[c] = static_cast<std::uint8_t>(encode<F>(in[c] * inverse_scale, Saturation::satfinite));
+      out[c] = static_cast<std::uint8_t>(fp8lab::encode<F>(scaled_element(in[c], encode_factor, kApply)));
   }
 }
 
 template <class F>
+void encode_tile(const float* x, std::uint8_t* codes, std::int64_t ld, std::int64_t r0, std::int64_t r1,
+                 std::int64_t c0, std::int64_t c1, float encode_factor, ApplyScale apply) {
+  if (apply == ApplyScale::divide)
+    encode_tile_as<F, ApplyScale::divide>(x, codes, ld, r0, r1, c0, c1, encode_factor);
+  else
+    encode_tile_as<F, ApplyScale::multiply>(x, codes, ld, r0, r1, c0, c1, encode_factor);
+}
+
+template <class F>
 void quantize_tiles(const float* x, QuantizedTensor& q) {
-  const float format_max = max_finite<F>();
+  constexpr ElementTraits traits = element_traits_of<F>();
+  const ScaleRule rule = q.config.scale_rule;
+  const ApplyScale apply = scale_rule_math(rule).apply;
+  if (scale_rule_math(rule).two_level) {
+    q.tensor_amax = tile_amax(x, q.cols, 0, q.rows, 0, q.cols);
+    q.tensor_scale = tensor_scale(q.tensor_amax, rule, traits);
+  }
   for (std::int64_t tr = 0; tr < q.scale_rows; ++tr) {
     const std::int64_t r0 = tr * q.tile_rows, r1 = std::min(q.rows, r0 + q.tile_rows);
     for (std::int64_t tc = 0; tc < q.scale_cols; ++tc) {
       const std::int64_t c0 = tc * q.tile_cols, c1 = std::min(q.cols, c0 + q.tile_cols);
-      const float sf = tile_scale(tile_amax(x, q.cols, r0, r1, c0, c1), format_max, q.config.scale_rule);
-      q.scales[static_cast<std::size_t>(tr * q.scale_cols + tc)] = sf;
-      encode_tile<F>(x, q.codes.data(), q.cols, r0, r1, c0, c1, 1.0f / sf);
+      const TileScale s = tile_scale(tile_amax(x, q.cols, r0, r1, c0, c1), rule, traits, q.tensor_scale);
+      q.scales[static_cast<std::size_t>(tr * q.scale_cols + tc)] = s.decode;
+      encode_tile<F>(x, q.codes.data(), q.cols, r0, r1, c0, c1, s.encode, apply);
     }
   }
 }
@@ -80,6 +97,20 @@ std::array<float, 256> decode_table() {
   return table;
 }
 
+const std::array<float, 256>& decode_table_for(ElementFormat format) {
+  static const std::array<float, 256> e4m3 = decode_table<E4M3>(), e5m2 = decode_table<E5M2>(),
+                                      e2m1 = decode_table<E2M1>(), e3m2 = decode_table<E3M2>(),
+                                      e2m3 = decode_table<E2M3>();
+  switch (format.kind()) {
+    case ElementFormat::Kind::e5m2: return e5m2;
+    case ElementFormat::Kind::e2m1: return e2m1;
+    case ElementFormat::Kind::e3m2: return e3m2;
+    case ElementFormat::Kind::e2m3: return e2m3;
+    case ElementFormat::Kind::e4m3: break;
+  }
+  return e4m3;
+}
+
 }  // namespace
 
 void quantize_into(std::span<const float> x, QuantizedTensor& out) {
@@ -87,10 +118,7 @@ void quantize_into(std::span<const float> x, QuantizedTensor& out) {
     throw std::invalid_argument("quantize: input has " + std::to_string(x.size()) + " values, shape " +
                                 std::to_string(out.rows) + "x" + std::to_string(out.cols) + " needs " +
                                 std::to_string(out.rows * out.cols));
-  if (out.config.format == Fp8Format::e4m3)
-    quantize_tiles_for_cpu<E4M3>(x.data(), out);
-  else
-    quantize_tiles_for_cpu<E5M2>(x.data(), out);
+  with_element_codec(out.config.format, [&](auto codec) { quantize_tiles_for_cpu<decltype(codec)>(x.data(), out); });
 }
 
 QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols,
@@ -101,13 +129,13 @@ QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64
 }
 
 std::vector<float> dequantize(const QuantizedTensor& q) {
-  static const std::array<float, 256> e4m3 = decode_table<E4M3>(), e5m2 = decode_table<E5M2>();
-  const std::array<float, 256>& table = q.config.format == Fp8Format::e4m3 ? e4m3 : e5m2;
+  const std::array<float, 256>& table = decode_table_for(q.config.format);
+  const float tensor_decode = q.tensor_scale.decode;  // 1 but for the two-level rules
   std::vector<float> x(q.codes.size());
   for (std::int64_t r = 0; r < q.rows; ++r)
     for (std::int64_t c = 0; c < q.cols; ++c) {
       const auto i = static_cast<std::size_t>(r * q.cols + c);
-      x[i] = table[q.codes[i]] * q.scale_of(r, c);
+      x[i] = table[q.codes[i]] * (q.scale_of(r, c) * tensor_decode);
     }
   return x;
 }

@@ -1,13 +1,17 @@
 #pragma once
-// CPU backend quantizer: FP32 tensor -> FP8 codes + one FP32 scale per tile.
+// CPU backend quantizer: FP32 tensor -> element codes (FP8, or FP4/FP6 in the low bits of a
+// uint8) + one FP32 scale per tile.
 //
 // Contract (DESIGN.md section 2, identical on every backend and in reference/quantize_ref):
-//   amax = max |x| over the tile (padding counts as 0)
-//   sf   = tile_scale(amax, fmt_max, rule)              (kernels/quantization.hpp)
-//   q    = cvt_rn_satfinite(fl32(x * fl32(1 / sf)))      (kernels/formats/float_formats.hpp)
-//   x'   = fl32(decode(q) * sf)                          (dequantized, FP32 as a GPU holds it)
-// NaN in a tile makes its scale NaN and its codes NaN; +-inf makes the scale inf. Callers
-// that must reject non-finite input (the harness) do so before quantizing.
+//   amax = max |x| over the tile (padding counts as 0); for the two-level rules (nvfp4) the
+//          tensor's amax first gives tensor_scale (kernels/scale_rules.hpp)
+//   {decode, encode} = tile_scale(amax, rule, format traits, tensor scale)
+//   q    = cvt_rn_satfinite(fl32(x * encode)), or of fl32(x / encode) for rules that divide;
+//          for fp32 and pow2 encode = fl32(1 / sf), the historical q = x * fl32(1 / sf)
+//   x'   = fl32(decode(q) * fl32(decode * tensor decode)) (the tensor factor is 1 but for nvfp4;
+//          dequantized, FP32 as a GPU holds it)
+// NaN in a tile makes its scale NaN (or as the rule defines, see scale_rules.hpp) and its
+// codes NaN; callers that must reject non-finite input (the harness) do so before quantizing.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -24,7 +28,7 @@ QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64
 // (the benchmark reuses one output across iterations).
 void quantize_into(std::span<const float> x, QuantizedTensor& out);
 
-// x' = fl32(decode(q) * sf), rows x cols row-major.
+// x' = fl32(decode(q) * fl32(sf * tensor decode)), rows x cols row-major.
 std::vector<float> dequantize(const QuantizedTensor& q);
 
 }  // namespace fp8lab::cpu

@@ -56,7 +56,7 @@ WgmmaGemmProblem wgmma_problem(const QuantizedTensor& a, const QuantizedTensor& 
   problem.m = a.rows;
   problem.n = b.rows;
   problem.k = a.cols;
-  problem.format = a.config.format;
+  problem.format = a.config.format.fp8();
   problem.a = static_cast<const std::uint8_t*>(operands.a_codes.data());
   problem.b = static_cast<const std::uint8_t*>(operands.b_codes.data());
   problem.a_scales = {static_cast<const float*>(operands.a_scales.data()), a.tile_rows, a.tile_cols, a.scale_cols};
@@ -73,8 +73,8 @@ CublasLtProblem cublaslt_block_scaled_problem(const QuantizedTensor& a, const Qu
   problem.m = a.rows;
   problem.n = b.rows;
   problem.k = a.cols;
-  problem.a_format = a.config.format;
-  problem.b_format = b.config.format;
+  problem.a_format = a.config.format.fp8();
+  problem.b_format = b.config.format.fp8();
   problem.b_vec128 = b_per_vec128(b);
   problem.output = output;
   problem.a = operands.a_codes.data();

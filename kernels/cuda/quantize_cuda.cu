@@ -1,12 +1,16 @@
-// Contract: kernels/cpu/quantize.hpp (amax over the tile, tile_scale, q = satfinite RNE of
-// fl32(x * fl32(1 / sf)), x' = fl32(q * sf)); compiled with --fmad=false so x * inv is one
-// IEEE multiply as on the CPU, and IEEE division (nvcc's default -prec-div=true).
+// Contract: kernels/cpu/quantize.hpp (amax over the tile, {decode, encode} = tile_scale (the
+// host+device code of kernels/scale_rules.hpp), q = satfinite RNE of fl32(x * encode) or
+// fl32(x / encode) as the rule says, x' = fl32(q * decode)); compiled with --fmad=false so
+// x * encode is one IEEE multiply as on the CPU, and IEEE division (nvcc's default
+// -prec-div=true). Every element format (E4M3, E5M2, E2M1, E3M2, E2M3) and every one-level rule;
+// the two-level nvfp4 rules need the tensor's amax first and run on the CPU backend only.
 // Layout: x rows x cols row-major. General path: one CUDA block per (row, tile column)
 // segment, so a 1xT tile is one block and a BxB block is B of them (B atomics), per-row and
 // per-tensor one block per row; x is read twice (amax, then encode). Fast path for 1xT tiles
 // with T a multiple of 128 and cols % 4 == 0 (DeepSeek-V3's activations): one warp per tile,
 // the tile held in registers, x read once.
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.hpp"
@@ -44,18 +48,23 @@ __global__ void segment_amax_kernel(const float* x, Geometry g, unsigned* amax_b
   }
 }
 
-__global__ void scale_kernel(const unsigned* amax_bits, std::int64_t tiles, float format_max, ScaleRule rule, float* scales) {
+__global__ void scale_kernel(const unsigned* amax_bits, std::int64_t tiles, ScaleRule rule, ElementTraits format,
+                             float* scales) {
   const std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (t < tiles) scales[t] = tile_scale(float_from_bits(amax_bits[t]), format_max, rule);
+  if (t < tiles) scales[t] = tile_scale(float_from_bits(amax_bits[t]), rule, format).decode;
 }
 
+// The encode factor is not always fl32(1 / decode) (te, div), so each segment computes its
+// tile's TileScale again from the amax, with the same function as scale_kernel.
 template <class F>
-__global__ void encode_kernel(const float* x, Geometry g, const float* scales, std::uint8_t* codes) {
+__global__ void encode_kernel(const float* x, Geometry g, const unsigned* amax_bits, ScaleRule rule, std::uint8_t* codes) {
   const std::int64_t row = blockIdx.y, tile_col = blockIdx.x;
   const std::int64_t c0 = tile_col * g.tile_cols, c1 = min(g.cols, c0 + g.tile_cols);
-  const float inverse = 1.0f / scales[(row / g.tile_rows) * g.scale_cols + tile_col];
+  const float amax = float_from_bits(amax_bits[(row / g.tile_rows) * g.scale_cols + tile_col]);
+  const float factor = tile_scale(amax, rule, element_traits_of<F>()).encode;
+  const ApplyScale apply = scale_rule_math(rule).apply;
   for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x)
-    codes[row * g.cols + c] = static_cast<std::uint8_t>(encode<F>(x[row * g.cols + c] * inverse, Saturation::satfinite));
+    codes[row * g.cols + c] = static_cast<std::uint8_t>(encode<F>(scaled_element(x[row * g.cols + c], factor, apply)));
 }
 
 template <class F>
@@ -74,7 +83,7 @@ __global__ void transpose_kernel(const float* in, std::int64_t rows, std::int64_
 // One warp per 1 x (128 V) tile: lane l holds float4 chunks l, l + 32, ... of the tile.
 template <class F, int V>
 __global__ void tile_quantize_kernel(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t tiles_per_row,
-                                     float format_max, ScaleRule rule, float* scales, std::uint8_t* codes) {
+                                     ScaleRule rule, float* scales, std::uint8_t* codes) {
   const std::int64_t tile_index = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (tile_index >= rows * tiles_per_row) return;
@@ -89,31 +98,31 @@ __global__ void tile_quantize_kernel(const float* x, std::int64_t rows, std::int
     amax_bits = max(max(amax_bits, abs_bits(chunk[i].z)), abs_bits(chunk[i].w));
   }
   for (int offset = 16; offset > 0; offset /= 2) amax_bits = max(amax_bits, __shfl_xor_sync(0xFFFFFFFFu, amax_bits, offset));
-  const float scale = tile_scale(float_from_bits(amax_bits), format_max, rule);
-  const float inverse = 1.0f / scale;
+  const TileScale scale = tile_scale(float_from_bits(amax_bits), rule, element_traits_of<F>());
+  const ApplyScale apply = scale_rule_math(rule).apply;
 #pragma unroll
   for (int i = 0; i < V; ++i) {
     const std::int64_t c = first + 4 * (lane + 32 * i);
     if (c >= cols) continue;
-    const uchar4 q = make_uchar4(static_cast<unsigned char>(encode<F>(chunk[i].x * inverse, Saturation::satfinite)),
-                                 static_cast<unsigned char>(encode<F>(chunk[i].y * inverse, Saturation::satfinite)),
-                                 static_cast<unsigned char>(encode<F>(chunk[i].z * inverse, Saturation::satfinite)),
-                                 static_cast<unsigned char>(encode<F>(chunk[i].w * inverse, Saturation::satfinite)));
+    const uchar4 q = make_uchar4(static_cast<unsigned char>(encode<F>(scaled_element(chunk[i].x, scale.encode, apply))),
+                                 static_cast<unsigned char>(encode<F>(scaled_element(chunk[i].y, scale.encode, apply))),
+                                 static_cast<unsigned char>(encode<F>(scaled_element(chunk[i].z, scale.encode, apply))),
+                                 static_cast<unsigned char>(encode<F>(scaled_element(chunk[i].w, scale.encode, apply))));
     *reinterpret_cast<uchar4*>(codes + row * cols + c) = q;
   }
-  if (lane == 0) scales[tile_index] = scale;
+  if (lane == 0) scales[tile_index] = scale.decode;
 }
 
 template <class F>
-void launch_tile_quantize(const float* x, std::int64_t rows, std::int64_t cols, int tile, float format_max,
-                          ScaleRule rule, float* scales, std::uint8_t* codes, cudaStream_t stream) {
+void launch_tile_quantize(const float* x, std::int64_t rows, std::int64_t cols, int tile, ScaleRule rule,
+                          float* scales, std::uint8_t* codes, cudaStream_t stream) {
   const std::int64_t tiles_per_row = (cols + tile - 1) / tile;
   const std::int64_t threads = rows * tiles_per_row * 32;
   const auto blocks = static_cast<unsigned>((threads + 255) / 256);
   switch (tile) {
-    case 128: tile_quantize_kernel<F, 1><<<blocks, 256, 0, stream>>>(x, rows, cols, tiles_per_row, format_max, rule, scales, codes); break;
-    case 256: tile_quantize_kernel<F, 2><<<blocks, 256, 0, stream>>>(x, rows, cols, tiles_per_row, format_max, rule, scales, codes); break;
-    case 512: tile_quantize_kernel<F, 4><<<blocks, 256, 0, stream>>>(x, rows, cols, tiles_per_row, format_max, rule, scales, codes); break;
+    case 128: tile_quantize_kernel<F, 1><<<blocks, 256, 0, stream>>>(x, rows, cols, tiles_per_row, rule, scales, codes); break;
+    case 256: tile_quantize_kernel<F, 2><<<blocks, 256, 0, stream>>>(x, rows, cols, tiles_per_row, rule, scales, codes); break;
+    case 512: tile_quantize_kernel<F, 4><<<blocks, 256, 0, stream>>>(x, rows, cols, tiles_per_row, rule, scales, codes); break;
     default: throw std::invalid_argument("tile quantizer: T must be 128, 256 or 512");
   }
   FP8LAB_CUDA_CHECK(cudaGetLastError());
@@ -127,14 +136,17 @@ unsigned blocks_for(std::int64_t n) { return static_cast<unsigned>((n + 255) / 2
 
 void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
                      std::uint8_t* d_codes, float* d_scales, unsigned* d_amax_bits, cudaStream_t stream) {
+  check_rule_serves_format(config.scale_rule, config.format);
+  if (scale_rule_math(config.scale_rule).two_level)
+    throw std::invalid_argument(std::string("cuda quantize: scale rule ") + scale_rule_name(config.scale_rule) +
+                                " needs the tensor's amax before any tile; it runs on the CPU backend only");
   if (rows == 0 || cols == 0) return;
   const Granularity& granularity = config.granularity;
   if (granularity.kind == Granularity::Kind::tile && granularity.size % 128 == 0 && cols % 4 == 0 &&
       reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0) {
-    if (config.format == Fp8Format::e4m3)
-      launch_tile_quantize<E4M3>(d_x, rows, cols, granularity.size, format_max(config.format), config.scale_rule, d_scales, d_codes, stream);
-    else
-      launch_tile_quantize<E5M2>(d_x, rows, cols, granularity.size, format_max(config.format), config.scale_rule, d_scales, d_codes, stream);
+    with_element_codec(config.format, [&](auto codec) {
+      launch_tile_quantize<decltype(codec)>(d_x, rows, cols, granularity.size, config.scale_rule, d_scales, d_codes, stream);
+    });
     return;
   }
   const QuantizedTensor shape = make_quantized_tensor(0, cols, config);  // tile geometry only
@@ -145,11 +157,12 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
   const dim3 segments(static_cast<unsigned>(g.scale_cols), static_cast<unsigned>(rows));
   segment_amax_kernel<<<segments, kThreads, 0, stream>>>(d_x, g, d_amax_bits);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
-  scale_kernel<<<blocks_for(tiles), 256, 0, stream>>>(d_amax_bits, tiles, format_max(config.format), config.scale_rule,
+  scale_kernel<<<blocks_for(tiles), 256, 0, stream>>>(d_amax_bits, tiles, config.scale_rule, config.format.traits(),
                                                        d_scales);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
-  if (config.format == Fp8Format::e4m3) encode_kernel<E4M3><<<segments, kThreads, 0, stream>>>(d_x, g, d_scales, d_codes);
-  else encode_kernel<E5M2><<<segments, kThreads, 0, stream>>>(d_x, g, d_scales, d_codes);
+  with_element_codec(config.format, [&](auto codec) {
+    encode_kernel<decltype(codec)><<<segments, kThreads, 0, stream>>>(d_x, g, d_amax_bits, config.scale_rule, d_codes);
+  });
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -176,8 +189,9 @@ QuantizedTensor requantize_transposed(const QuantizedTensor& in) {
   FP8LAB_CUDA_CHECK(cudaMemcpy(d_codes.get(), in.codes.data(), in.codes.size(), cudaMemcpyHostToDevice));
   FP8LAB_CUDA_CHECK(cudaMemcpy(d_scales.get(), in.scales.data(), in.scales.size() * sizeof(float), cudaMemcpyHostToDevice));
   const Geometry g = geometry_of(in);
-  if (in.config.format == Fp8Format::e4m3) dequantize_kernel<E4M3><<<blocks_for(n), 256>>>(d_codes.get(), g, d_scales.get(), d_x.get());
-  else dequantize_kernel<E5M2><<<blocks_for(n), 256>>>(d_codes.get(), g, d_scales.get(), d_x.get());
+  with_element_codec(in.config.format, [&](auto codec) {
+    dequantize_kernel<decltype(codec)><<<blocks_for(n), 256>>>(d_codes.get(), g, d_scales.get(), d_x.get());
+  });
   FP8LAB_CUDA_CHECK(cudaGetLastError());
   transpose_kernel<<<blocks_for(n), 256>>>(d_x.get(), in.rows, in.cols, d_t.get());
   FP8LAB_CUDA_CHECK(cudaGetLastError());

@@ -130,6 +130,50 @@ np.save('$work/bytes.npy', np.ones((2, 3), np.uint8))"
   expect_one_line_error "outlier_channels must be between 0 and cols" "$fp8lab" synth --rows 4 --cols 4 --outlier-channels 9 -o "$work/s.npy"
 }
 
+case_scale_rules() {
+  make_activation
+  for rule in fp32 pow2 deepgemm te te-pow2 div mx mx:ceil mx:even mx:rceil; do
+    expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity tile:1x32 --scale "$rule" --json
+    grep -qF "\"scale_rule\": \"$rule\"" "$work/out" || fail "--scale $rule: the report does not name the rule"
+  done
+  # MX scales are powers of two; FP4 codes sit in the low 4 bits; nvfp4 dequantizes as
+  # code * (s_b * global scale), all in float32, with s_b an E4M3 value.
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity tile:1x32 --scale mx:rceil --scales "$work/mx_s.npy"
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --format e2m1 --granularity tile:1x16 --scale nvfp4 --json \
+    --codes "$work/c.npy" --scales "$work/s.npy" --global-scale "$work/g.npy" --dequant "$work/d.npy"
+  grep -q '"tensor_scale"' "$work/out" || fail "nvfp4: the JSON report lacks the per-tensor scale"
+  "$py" - "$work" <<'PY' || fail "scale rule outputs are not what the rules say"
+import sys
+import numpy as np
+w = sys.argv[1]
+mx = np.load(f"{w}/mx_s.npy")
+m, _ = np.frexp(mx)
+assert (m == 0.5).all(), "mx:rceil scales are not powers of two"
+c, s, g, d = (np.load(f"{w}/{n}.npy") for n in ("c", "s", "g", "d"))
+assert c.dtype == np.uint8 and c.max() < 16 and g.shape == (1,) and s.shape == (256, 63)
+e2m1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], np.float32)
+assert (0 <= s).all() and (s <= 448).all()
+factor = (np.repeat(s, 16, axis=1)[:, :1000] * g[0]).astype(np.float32)
+assert np.array_equal(e2m1[c] * factor, d), "nvfp4 dequantized values differ from code * (s_b * global)"
+PY
+  expect_one_line_error "--scale: scale rule 'ocp' is not one of fp32, pow2, deepgemm, te, te-pow2, div, mx, mx:ceil, mx:even, mx:rceil, nvfp4, nvfp4:torchao" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --scale ocp
+  expect_one_line_error "scale rule nvfp4 needs format e2m1, not e4m3" \
+    "$fp8lab" quantize "$work/x.npy" --granularity tile:1x16 --scale nvfp4 --codes "$work/refused.npy"
+  expect_one_line_error "--global-scale: scale rule fp32 has no per-tensor scale" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --global-scale "$work/refused.npy"
+  [[ ! -e "$work/refused.npy" ]] || fail "a refused quantize wrote a file"
+  # --scheme: format, granularity and rule in one word; it excludes the three options.
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --scheme mxfp4 --json
+  for field in '"scheme": "mxfp4"' '"format": "e2m1"' '"scale_rule": "mx"' '"granularity": "tile:1x32"'; do
+    grep -qF "$field" "$work/out" || fail "--scheme mxfp4: the report lacks $field"
+  done
+  expect_one_line_error "--scheme: scheme 'fp4' is not one of deepseek, mxfp8, mxfp4, nvfp4" \
+    "$fp8lab" quantize "$work/x.npy" --scheme fp4
+  expect_exit 2 "$fp8lab" quantize "$work/x.npy" --scheme nvfp4 --granularity row
+  grep -qF "excludes" "$work/err" || fail "--scheme with --granularity: the error does not say they exclude each other"
+}
+
 case_keeps_existing_outputs() {
   make_activation
   expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity row --dequant "$work/d.npy"

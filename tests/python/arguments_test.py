@@ -35,6 +35,7 @@ QUANTIZE_MISTAKES = [
     (["--granularity", "block:100x100"], ("block:100x100",), {}),
     (["--granularity", "row", "--format", "e8m0"], ("row",), {"format": "e8m0"}),
     (["--granularity", "row", "--scale", "ue8m0"], ("row",), {"scale": "ue8m0"}),
+    (["--granularity", "row", "--scale", "nvfp4"], ("row",), {"scale": "nvfp4"}),
 ]
 
 

@@ -35,8 +35,7 @@ inline std::vector<GranularityCase> granularity_cases() {
   return cases;
 }
 
-inline ref::ScaleRuleRef reference_rule(ScaleRule rule) {
-  return rule == ScaleRule::fp32 ? ref::ScaleRuleRef::fp32 : ref::ScaleRuleRef::pow2;
-}
+// The reference's rule of the same name (the name is the only thing the two sides share).
+inline ref::ScaleRuleRef reference_rule(ScaleRule rule) { return ref::scale_rule_ref_named(scale_rule_name(rule)); }
 
 }  // namespace fp8lab::test

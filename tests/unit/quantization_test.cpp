@@ -34,14 +34,34 @@ TEST_CASE("scale grid: ceil(rows / tile_rows) x ceil(cols / tile_cols), padding 
   CHECK(grid(Granularity::block(32), 70, 300) == std::pair<std::int64_t, std::int64_t>{3, 10});
 }
 
-TEST_CASE("tile_scale: zero tile gets 1, pow2 rounds up, tiny amax is floored at 2^-126, NaN propagates") {
-  CHECK(tile_scale(0.0f, 448.0f, ScaleRule::fp32) == 1.0f);
-  CHECK(tile_scale(0.0f, 448.0f, ScaleRule::pow2) == 1.0f);
-  CHECK(tile_scale(448.0f, 448.0f, ScaleRule::fp32) == 1.0f);
-  CHECK(tile_scale(449.0f, 448.0f, ScaleRule::pow2) == 2.0f);
-  CHECK(tile_scale(300.0f, 448.0f, ScaleRule::pow2) == 1.0f);
-  CHECK(tile_scale(1e-40f, 448.0f, ScaleRule::fp32) == 0x1p-126f);
-  CHECK(std::isnan(tile_scale(std::numeric_limits<float>::quiet_NaN(), 448.0f, ScaleRule::fp32)));
+TEST_CASE("tile_scale fp32/pow2: zero tile gets 1, pow2 rounds up, tiny amax is floored at 2^-126, NaN propagates") {
+  constexpr ElementTraits e4m3 = element_traits_of<E4M3>();
+  const auto sf = [&](float amax, ScaleRule rule) { return tile_scale(amax, rule, e4m3).decode; };
+  CHECK(sf(0.0f, ScaleRule::fp32) == 1.0f);
+  CHECK(sf(0.0f, ScaleRule::pow2) == 1.0f);
+  CHECK(sf(448.0f, ScaleRule::fp32) == 1.0f);
+  CHECK(sf(449.0f, ScaleRule::pow2) == 2.0f);
+  CHECK(sf(300.0f, ScaleRule::pow2) == 1.0f);
+  CHECK(sf(1e-40f, ScaleRule::fp32) == 0x1p-126f);
+  CHECK(std::isnan(sf(std::numeric_limits<float>::quiet_NaN(), ScaleRule::fp32)));
+  CHECK(tile_scale(300.0f, ScaleRule::fp32, e4m3).encode == 1.0f / (300.0f / 448.0f));  // fl32(1 / sf)
+}
+
+TEST_CASE("scale rules: names round-trip, a bad name lists them all, nvfp4 rules take e2m1 only") {
+  for (const char* name : {"fp32", "pow2", "deepgemm", "te", "te-pow2", "div", "mx", "mx:ceil", "mx:even", "mx:rceil",
+                           "nvfp4", "nvfp4:torchao"})
+    CHECK(std::string(scale_rule_name(parse_scale_rule(name))) == name);
+  CHECK_THROWS_WITH(parse_scale_rule("mx:floor"),
+                    Catch::Contains("not one of fp32, pow2, deepgemm, te, te-pow2, div, mx, mx:ceil, mx:even, "
+                                    "mx:rceil, nvfp4, nvfp4:torchao"));
+  CHECK_THROWS_WITH(make_quantized_tensor(2, 32, {Fp8Format::e4m3, Granularity::tile(16), ScaleRule::nvfp4}),
+                    Catch::Contains("scale rule nvfp4 needs format e2m1, not e4m3"));
+  CHECK_NOTHROW(make_quantized_tensor(2, 32, {ElementFormat::Kind::e2m1, Granularity::tile(16), ScaleRule::nvfp4}));
+  CHECK(parse_element_format("e3m2") == ElementFormat(ElementFormat::Kind::e3m2));
+  CHECK_THROWS_WITH(parse_element_format("e2m2"), Catch::Contains("not one of e4m3, e5m2, e2m1, e3m2, e2m3"));
+  CHECK_THROWS_WITH(ElementFormat(ElementFormat::Kind::e2m1).fp8(), Catch::Contains("only the quantizer takes it"));
+  CHECK(parse_gemm_scale_rule("mx:rceil") == ScaleRule::mx_rceil);
+  CHECK_THROWS_WITH(parse_gemm_scale_rule("nvfp4:torchao"), Catch::Contains("the FP8 GEMMs take one scale per tile"));
 }
 
 TEST_CASE("quantize: a NaN poisons its own tile only; the scale of a 1x128 tile with NaN is NaN") {
