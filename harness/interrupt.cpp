@@ -42,8 +42,8 @@ void write_text(const char* text) {
 }
 
 extern "C" void on_signal(int signal) {
-  if (g_deferring.load() && g_pending.load() == 0) {
-    g_pending.store(signal);
+  int none = 0;  // the first signal while deferring is recorded; any other stops at once
+  if (g_deferring.load() && g_pending.compare_exchange_strong(none, signal)) {
     write_text(g_terminal ? "\r\x1b[K" : "");
     write_text("fp8lab: stopping at the end of this step to write a checkpoint (again to stop at once)\n");
     return;
@@ -64,11 +64,15 @@ void install_interrupt_handlers() {
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // a deferred signal returns to the code it interrupted: resume its system calls
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
 }
 
-void defer_interrupts(bool on) { g_deferring.store(on); }
+void defer_interrupts(bool on) {
+  if (on) g_pending.store(0);
+  g_deferring.store(on);
+}
 
 bool interrupt_requested() { return g_pending.load() != 0; }
 

@@ -20,8 +20,23 @@ void unregister_temporary_file(const std::filesystem::path& file);
 // writes a checkpoint) defers the first signal while `on`: the handler records it and says it
 // will stop there; the command polls interrupt_requested() and then calls exit_interrupted().
 // A second signal stops at once, as without deferral.
+// Switching it on forgets a signal deferred before (it was acted on, or belongs to no boundary).
 void defer_interrupts(bool on);
 bool interrupt_requested();
 [[noreturn]] void exit_interrupted();  // as the handler would have: temporaries, the note, 128 + signal
+
+// defer_interrupts(true) for a scope, false again however the scope ends (exceptions included).
+class DeferredInterrupts {
+ public:
+  explicit DeferredInterrupts(bool on) : on_(on) { defer_interrupts(on); }
+  ~DeferredInterrupts() {
+    if (on_) defer_interrupts(false);
+  }
+  DeferredInterrupts(const DeferredInterrupts&) = delete;
+  DeferredInterrupts& operator=(const DeferredInterrupts&) = delete;
+
+ private:
+  bool on_;
+};
 
 }  // namespace fp8lab

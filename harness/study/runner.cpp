@@ -347,6 +347,9 @@ Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& 
     row["operands"] = kind.operand_provenance(point);
     row["elapsed_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     results.write_point(todo[t], row, {{"points_done", ++done}});
+    kind.point_recorded(point, context);
+    // A signal deferred while the point ran (its last step) stops the command here, the row safe.
+    if (interrupt_requested()) exit_interrupted();
     ++e.evaluated;
     cost_done += cost[t];
   }

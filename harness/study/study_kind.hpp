@@ -112,6 +112,9 @@ class StudyKind {
   virtual std::string operand_provenance(const Point&) const { return operand_description(); }
   // Relative cost of evaluating the point (e.g. its FLOPs): weights the progress ETA.
   virtual double point_cost(const Point&) const { return 1.0; }
+  // Called once the point's row is in the results file (flushed): what the kind kept until the
+  // row was safe (a training run's checkpoint) may go now.
+  virtual void point_recorded(const Point&, const RunContext&) {}
 };
 
 std::unique_ptr<StudyKind> make_study_kind(const std::string& name);  // nullptr when unknown

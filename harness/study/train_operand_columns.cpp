@@ -17,6 +17,13 @@ std::string operand_name(train::GemmKind kind, char operand) {
   return operand == 'a' ? "operand A = dY^T" : "operand B = X^T";
 }
 
+// The worse of two SQNRs; a NaN (a layer whose operand was not finite) wins, so it shows.
+double worse(double so_far, double next, bool first) {
+  if (first) return next;
+  if (std::isnan(so_far) || std::isnan(next)) return std::numeric_limits<double>::quiet_NaN();
+  return std::min(so_far, next);
+}
+
 // linear_layer_names reads only the block count.
 train::ModelConfig layers_only(int layers) {
   train::ModelConfig c;
@@ -57,11 +64,13 @@ void add_operand_stats(const std::vector<train::StepRecord>& steps, int model_la
     std::vector<double> worst_a, worst_b, saturated, flushed;
     for (const train::StepRecord& s : steps) {
       double wa = nan, wb = nan;
+      bool first = true;
       train::OperandTally all;
       for (const train::GemmOperandTally& t : s.operand_stats) {
         if (t.kind != kind) continue;
-        wa = std::isnan(wa) ? t.a.sqnr_db() : std::min(wa, t.a.sqnr_db());
-        wb = std::isnan(wb) ? t.b.sqnr_db() : std::min(wb, t.b.sqnr_db());
+        wa = worse(wa, t.a.sqnr_db(), first);
+        wb = worse(wb, t.b.sqnr_db(), first);
+        first = false;
         all.add(t.a);
         all.add(t.b);
       }

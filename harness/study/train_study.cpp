@@ -222,7 +222,7 @@ class TrainStudy final : public StudyKind {
     train::Checkpointing checkpointing;
     std::optional<train::RunCheckpoint> resume_from;
     if (!context.results_file.empty()) {
-      checkpointing.file = context.results_file.string() + ".checkpoints/" + point_name + ".ckpt";
+      checkpointing.file = checkpoint_file(p, context);
       checkpointing.every = checkpoint_every_;
       checkpointing.identity = "point " + p.key() + "\n" + operand_provenance(p) + "\n" + c.describe();
       checkpointing.stop_requested = interrupt_requested;
@@ -240,22 +240,18 @@ class TrainStudy final : public StudyKind {
                    static_cast<long long>(first_step), static_cast<long long>(c.steps), checkpointing.file.c_str());
     train::StepProgress progress("train " + p.at("recipe") + " seed " + p.at("seed"), c.steps, context.quiet, first_step);
     train::TrainingRunResult r;
-    defer_interrupts(!checkpointing.file.empty());
-    as_bad_input([&] {
-      r = train::run_training(c, initial, train_stream_, val_stream_ ? &*val_stream_ : nullptr,
-                              [&](std::int64_t step, const train::StepRecord& s) { progress.record(step, s); }, checkpointing);
-    });
-    defer_interrupts(false);
-    if (r.stopped) exit_interrupted();  // the checkpoint is written; the note says how to resume
+    {
+      const DeferredInterrupts deferred(!checkpointing.file.empty());
+      as_bad_input([&] {
+        r = train::run_training(c, initial, train_stream_, val_stream_ ? &*val_stream_ : nullptr,
+                                [&](std::int64_t step, const train::StepRecord& s) { progress.record(step, s); },
+                                checkpointing);
+      });
+      if (r.stopped) exit_interrupted();  // the checkpoint is written; the note says how to resume
+    }
     if (save_weights_)
       train::write_weights_safetensors(context.results_file.string() + ".weights/" + point_name + ".safetensors",
                                        r.final_weights, {{"point", p.key()}, {"recipe", c.recipe.name}});
-    if (!checkpointing.file.empty()) {  // the point is done: its checkpoint is no longer needed
-      std::error_code ignored;
-      std::filesystem::remove(checkpointing.file, ignored);
-      std::filesystem::remove(checkpointing.file.string() + ".tmp", ignored);  // one a kill left mid-write
-      std::filesystem::remove(checkpointing.file.parent_path(), ignored);  // only when empty
-    }
     Row row;
     std::map<std::string, std::vector<double>> series;
     for (const train::StepRecord& s : r.steps) {
@@ -290,6 +286,16 @@ class TrainStudy final : public StudyKind {
 
   std::map<std::string, std::string> settings_attributes() const override {
     return {{"attention", train::attention_kind_name(run_.attention)}, {"policy", run_.policy}};
+  }
+
+  // The row is in the results file: the point's checkpoint is no longer needed.
+  void point_recorded(const Point& p, const RunContext& context) override {
+    if (context.results_file.empty()) return;
+    const std::filesystem::path file = checkpoint_file(p, context);
+    std::error_code ignored;
+    std::filesystem::remove(file, ignored);
+    std::filesystem::remove(file.string() + ".tmp", ignored);  // one a kill left mid-write
+    std::filesystem::remove(file.parent_path(), ignored);      // only when empty
   }
 
   double point_cost(const Point&) const override { return static_cast<double>(run_.steps * run_.batch * run_.seq_len); }
@@ -342,6 +348,10 @@ class TrainStudy final : public StudyKind {
     } catch (const train::CheckpointError& e) {
       throw std::invalid_argument(e.what());
     }
+  }
+
+  static std::filesystem::path checkpoint_file(const Point& p, const RunContext& context) {
+    return context.results_file.string() + ".checkpoints/" + file_name_of(p) + ".ckpt";
   }
 
   // The point as a file name: its values with anything but [A-Za-z0-9._-] as '_' (a recipe may

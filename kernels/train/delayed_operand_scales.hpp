@@ -10,6 +10,7 @@
 // so the history holds one entry per optimizer step: the choice gradient accumulation with a
 // shared scale implies.)
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,16 +29,17 @@ struct DelayedOperand {
 
 class DelayedOperandScales {
  public:
-  // The operand's state, created (scale 1, zero history) on first use.
+  // The operand's state, created (scale 1, zero history) on first use. References stay valid
+  // while later operands are added (a GEMM holds its A's while B's is created).
   DelayedOperand& operand(const std::string& layer, GemmKind kind, char which, const GemmPrecision& precision);
   // After the step: every operand's history takes its step amax; the scales move.
   void roll();
-  const std::vector<DelayedOperand>& operands() const { return operands_; }
+  const std::deque<DelayedOperand>& operands() const { return operands_; }
   // For a checkpoint: restores an operand exactly (its key, history most recent first, scale).
   void restore(const std::string& key, const DelayedScalingConfig& config, std::span<const float> history, float scale);
 
  private:
-  std::vector<DelayedOperand> operands_;
+  std::deque<DelayedOperand> operands_;
 };
 
 // Quantizes x (rows x cols) with one per-tensor scale from `operand`: q = satfinite(x * scale),

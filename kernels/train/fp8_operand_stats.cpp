@@ -39,16 +39,8 @@ GemmOperandTally& Fp8OperandStats::entry(const std::string& layer, GemmKind kind
   return entries_.back();
 }
 
-void Fp8OperandStats::add(const Fp8OperandStats& other) {
-  for (const GemmOperandTally& e : other.entries_) {
-    GemmOperandTally& mine = entry(e.layer, e.kind);
-    mine.a.add(e.a);
-    mine.b.add(e.b);
-  }
-}
-
 void tally_operand(const QuantizedTensor& q, std::span<const float> source, OperandTally& tally,
-                   std::span<const float> quantizer_input) {
+                   std::span<const float> quantizer_input, float multiplier) {
   if (quantizer_input.empty()) quantizer_input = source;
   if (source.size() != static_cast<std::size_t>(q.rows * q.cols) || quantizer_input.size() != source.size())
     throw std::logic_error("tally_operand: the source is not the quantized tensor's size");
@@ -61,8 +53,11 @@ void tally_operand(const QuantizedTensor& q, std::span<const float> source, Oper
       const double x = source[i], back = restored[i], error = x - back;
       t.signal += x * x;
       t.noise += error * error;
-      const float scaled = quantizer_input[i] * (1.0f / q.scale_of(r, c));  // as the quantizer forms it
-      t.saturated += e4m3 ? clipped<E4M3>(scaled) : clipped<E5M2>(scaled);
+      const float factor = multiplier > 0 ? multiplier : 1.0f / q.scale_of(r, c);
+      const float scaled = quantizer_input[i] * factor;
+      // Only finite values through a finite factor can be clipped (a NaN is not a clip).
+      if (std::isfinite(quantizer_input[i]) && std::isfinite(factor))
+        t.saturated += e4m3 ? clipped<E4M3>(scaled) : clipped<E5M2>(scaled);
       t.flushed += x != 0 && back == 0;
     }
   t.elements = q.rows * q.cols;

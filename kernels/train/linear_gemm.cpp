@@ -161,9 +161,9 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
                                                  : cpu::quantize(ac, m, k, quantize_config(p, p.a_format, p.a_granularity));
     const QuantizedTensor qb = p.delayed_scaling ? quantize_delayed(bc, n, k, p.b_format, *call.delayed_b)
                                                  : cpu::quantize(bc, n, k, quantize_config(p, p.b_format, p.b_granularity));
-    if (call.tally) {
-      tally_operand(qa, ac, call.tally->a);
-      tally_operand(qb, bc, call.tally->b);
+    if (call.tally) {  // delayed scaling multiplied by its scale (roll() moves it only after the step)
+      tally_operand(qa, ac, call.tally->a, {}, p.delayed_scaling ? call.delayed_a->scaler.scale() : 0.0f);
+      tally_operand(qb, bc, call.tally->b, {}, p.delayed_scaling ? call.delayed_b->scaler.scale() : 0.0f);
     }
     const std::vector<float> out = cpu::gemm_nt(qa, qb, p.gemm);
     for (std::size_t i = 0; i < out.size(); ++i) c[i] = accumulate ? c[i] + out[i] : out[i];

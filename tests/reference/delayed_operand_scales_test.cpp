@@ -4,6 +4,7 @@
 // the restore of a saved scaler; a training run under fp8_delayed resumed from a checkpoint
 // draws the uninterrupted curve (the amax histories travel in the checkpoint).
 #include <catch2/catch.hpp>
+#include <unistd.h>
 #include <cmath>
 #include <random>
 
@@ -75,13 +76,19 @@ TEST_CASE("delayed operand scales: an fp8_delayed run resumed from a checkpoint 
   c.steps = c.schedule.steps = 4;
   c.schedule.lr = 3e-3;
   const TrainingRunResult straight = run_training(c, test::stories260k_weights(), stream, nullptr);
-  const auto file = std::filesystem::temp_directory_path() / "fp8lab_delayed_resume.ckpt";
+  const auto file = std::filesystem::temp_directory_path() / ("fp8lab_delayed_resume_" + std::to_string(::getpid()) + ".ckpt");
   Checkpointing first;
   first.file = file;
   first.stop_requested = [] { return true; };
   run_training(c, test::stories260k_weights(), stream, nullptr, {}, first);
   const RunCheckpoint saved = read_checkpoint(file);
   CHECK(saved.delayed.size() == static_cast<std::size_t>(6 * 7 * test::stories260k_weights().config.n_layers));
+  // After step 0 every operand's history holds that operand's amax of the step: non-zero.
+  for (const DelayedOperandState& d : saved.delayed) {
+    CAPTURE(d.key);
+    CHECK(d.history[0] > 0);
+    CHECK(d.scale != 1.0f);
+  }
   Checkpointing second;
   second.resume_from = &saved;
   const TrainingRunResult resumed = run_training(c, test::stories260k_weights(), stream, nullptr, {}, second);

@@ -1,7 +1,7 @@
 // exp_f32 (kernels/train/exp_f32.hpp): within 1 ulp of exp on normal results (Cephes' expf: range
 // reduction exact to 2^-24 relative, a degree-5 minimax polynomial whose error is below 2^-24
 // relative, and about eight roundings of which the last dominates; measured worst 0.98 ulp over
-// every 7th float in [-110, 90]), exact at the ends of the range (0, inf, NaN), and the same bits
+// every 7th float in [-110, 90], and checked here on every 4099th), exact at the ends of the range (0, inf, NaN), and the same bits
 // from the vectorized loop (exp_f32_affine, compiled for whatever SIMD the build has) as from
 // the scalar call.
 #include <catch2/catch.hpp>
@@ -44,6 +44,13 @@ TEST_CASE("exp_f32: within 1 ulp of exp over the whole finite range") {
   INFO("worst at x = " << at);
   CHECK(worst <= 1.0);
   CHECK(exp_f32(0.0f) == 1.0f);
+  // Either side of the ends of the range: the largest x with a finite exp, the smallest with a
+  // non-zero one.
+  const float top = 88.7228394f, bottom = -103.972084f;
+  CHECK(ulps(exp_f32(top), std::exp(static_cast<double>(top))) <= 1.0);
+  CHECK(std::isinf(exp_f32(std::nextafter(top, 100.0f))));
+  CHECK(exp_f32(-103.0f) > 0.0f);  // a subnormal result
+  CHECK(exp_f32(std::nextafter(bottom, -200.0f)) == 0.0f);
   CHECK(exp_f32(-std::numeric_limits<float>::infinity()) == 0.0f);
   CHECK(exp_f32(-200.0f) == 0.0f);
   CHECK(std::isinf(exp_f32(89.0f)));

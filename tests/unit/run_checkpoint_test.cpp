@@ -4,6 +4,7 @@
 // run's checkpoint are refused naming the file and the field. The final weights' .safetensors
 // file reads back through the project's own reader.
 #include <catch2/catch.hpp>
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -22,7 +23,8 @@ using namespace fp8lab::train;
 namespace {
 
 std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "fp8lab_run_checkpoint_test";
+  // Per process: two build trees may run this test at once.
+  const auto dir = std::filesystem::temp_directory_path() / ("fp8lab_run_checkpoint_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir / name;
 }
