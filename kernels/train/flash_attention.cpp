@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "kernels/train/exp_f32.hpp"
+#include "kernels/train/ordered_gemm.hpp"
 
 namespace fp8lab::train {
 namespace {
@@ -70,8 +71,8 @@ void dot_row(const Real* a, const Real* xt, std::int64_t hs, std::int64_t n, Rea
 
 }  // namespace
 
-std::int64_t flash_forward_lane_elements(std::int64_t hs) { return hs * B + B + 2 * B; }
-std::int64_t flash_backward_lane_elements(std::int64_t hs) { return 2 * hs * B + 2 * B; }
+std::int64_t flash_forward_lane_elements(std::int64_t hs) { return hs * B + B * B + 2 * B; }
+std::int64_t flash_backward_lane_elements(std::int64_t hs) { return 2 * hs * B + 2 * B * B; }
 
 template <class Real>
 void flash_attention_forward(const Tensor<Real>& q, const Tensor<Real>& k, const Tensor<Real>& v, int heads,
@@ -88,9 +89,25 @@ void flash_attention_forward(const Tensor<Real>& q, const Tensor<Real>& k, const
   for (int h = 0; h < heads; ++h) {
     const std::int64_t qc = h * hs, kc = (h / group) * hs;
     Real* kt = workspace.row(h);      // hs x B
-    Real* s = kt + hs * B;            // B: one row's scores, then probabilities
-    Real* m = s + B;                  // B: running max of each row of the query block
+    Real* s = kt + hs * B;            // B x B: a tile's scores, then probabilities
+    Real* m = s + B * B;              // B: running max of each row of the query block
     Real* l = m + B;                  // B: running sum
+    // One row's online-softmax update from its n scores in `row` (turned into probabilities);
+    // returns the factor that rescales the row's output so far.
+    const auto update_row = [&](std::int64_t r, Real* row, std::int64_t n) {
+      Real top = m[r];
+      for (std::int64_t u = 0; u < n; ++u) {
+        row[u] = row[u] * scale;
+        top = std::max(top, row[u]);
+      }
+      const Real alpha = exp_of(m[r] - top);  // 0 on the row's first block (m = -inf)
+      exp_affine(row, n, Real(1), top);       // exp(s - top): s * 1 is s
+      Real sum = 0;
+      for (std::int64_t u = 0; u < n; ++u) sum += row[u];
+      l[r] = l[r] * alpha + sum;
+      m[r] = top;
+      return alpha;
+    };
     for (std::int64_t q0 = 0; q0 < T; q0 += B) {
       const std::int64_t rows = std::min(B, T - q0);
       std::fill(m, m + rows, -std::numeric_limits<Real>::infinity());
@@ -99,21 +116,21 @@ void flash_attention_forward(const Tensor<Real>& q, const Tensor<Real>& k, const
       for (std::int64_t k0 = 0; k0 < q0 + rows; k0 += B) {  // key blocks up to the diagonal
         const std::int64_t cols = std::min(B, T - k0);
         transpose_block(k, k0, cols, kc, hs, kt);
-        for (std::int64_t r = 0; r < rows; ++r) {
+        if (k0 < q0) {  // below the diagonal: every key of the tile precedes every query, a whole tile
+          ordered_gemm(q.row(q0) + qc, q.cols, kt, B, s, B, rows, cols, hs, false);  // S = Q K^T
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const Real alpha = update_row(r, s + r * B, cols);
+            Real* out = o.row(q0 + r) + qc;
+            for (std::int64_t i = 0; i < hs; ++i) out[i] *= alpha;
+          }
+          ordered_gemm(s, B, v.row(k0) + kc, v.cols, o.row(q0) + qc, o.cols, rows, hs, cols, true);  // O += P V
+          continue;
+        }
+        for (std::int64_t r = 0; r < rows; ++r) {  // the diagonal tile, row by row
           const std::int64_t t = q0 + r, n = std::min(cols, t - k0 + 1);  // causal: keys u <= t
           if (n <= 0) continue;
           dot_row(q.row(t) + qc, kt, hs, n, s);
-          Real top = m[r];
-          for (std::int64_t u = 0; u < n; ++u) {
-            s[u] = s[u] * scale;
-            top = std::max(top, s[u]);
-          }
-          const Real alpha = exp_of(m[r] - top);  // 0 on the row's first block (m = -inf)
-          exp_affine(s, n, Real(1), top);  // exp(s - top): s * 1 is s
-          Real sum = 0;
-          for (std::int64_t u = 0; u < n; ++u) sum += s[u];
-          l[r] = l[r] * alpha + sum;
-          m[r] = top;
+          const Real alpha = update_row(r, s, n);
           Real* out = o.row(t) + qc;
           for (std::int64_t i = 0; i < hs; ++i) out[i] *= alpha;
           for (std::int64_t u = 0; u < n; ++u) {  // out[i] += sum over u ascending of p(u) v(u, i)
@@ -153,8 +170,8 @@ void flash_attention_backward(const Tensor<Real>& q, const Tensor<Real>& k, cons
     const std::int64_t kc = g * hs;
     Real* kt = workspace.row(g);  // hs x B
     Real* vt = kt + hs * B;       // hs x B
-    Real* p = vt + hs * B;        // B: one row's recomputed probabilities
-    Real* ds = p + B;             // B: dp, then ds
+    Real* p = vt + hs * B;        // B x B: a tile's recomputed probabilities
+    Real* ds = p + B * B;         // B x B: dp, then ds
     for (int h = g * group; h < (g + 1) * group; ++h) {
       const std::int64_t qc = h * hs;
       for (std::int64_t t = 0; t < T; ++t) {
@@ -165,22 +182,35 @@ void flash_attention_backward(const Tensor<Real>& q, const Tensor<Real>& k, cons
         delta(h, t) = d;
         std::fill(dq.row(t) + qc, dq.row(t) + qc + hs, Real(0));
       }
+      // p = exp(s scale - L) and ds = p (dp - D) scale for one row of n keys.
+      const auto row_grads = [&](std::int64_t t, Real* pr, Real* dsr, std::int64_t n) {
+        exp_affine(pr, n, scale, lse(h, t));
+        const Real D = delta(h, t);
+        for (std::int64_t u = 0; u < n; ++u) dsr[u] = pr[u] * (dsr[u] - D) * scale;
+      };
       for (std::int64_t q0 = 0; q0 < T; q0 += B) {
         const std::int64_t rows = std::min(B, T - q0);
         for (std::int64_t k0 = 0; k0 < q0 + rows; k0 += B) {
           const std::int64_t cols = std::min(B, T - k0);
           transpose_block(k, k0, cols, kc, hs, kt);
           transpose_block(v, k0, cols, kc, hs, vt);
-          for (std::int64_t r = 0; r < rows; ++r) {
+          if (k0 < q0) {  // below the diagonal: a whole tile, as tile GEMMs in the same order
+            ordered_gemm(q.row(q0) + qc, q.cols, kt, B, p, B, rows, cols, hs, false);     // S = Q K^T
+            ordered_gemm(d_o.row(q0) + qc, d_o.cols, vt, B, ds, B, rows, cols, hs, false);  // dP = dO V^T
+            for (std::int64_t r = 0; r < rows; ++r) row_grads(q0 + r, p + r * B, ds + r * B, cols);
+            ordered_gemm(ds, B, k.row(k0) + kc, k.cols, dq.row(q0) + qc, dq.cols, rows, hs, cols, true);        // dQ += dS K
+            ordered_gemm_at(ds, B, q.row(q0) + qc, q.cols, dk.row(k0) + kc, dk.cols, cols, hs, rows, true);     // dK += dS^T Q
+            ordered_gemm_at(p, B, d_o.row(q0) + qc, d_o.cols, dv.row(k0) + kc, dv.cols, cols, hs, rows, true);  // dV += P^T dO
+            continue;
+          }
+          for (std::int64_t r = 0; r < rows; ++r) {  // the diagonal tile, row by row
             const std::int64_t t = q0 + r, n = std::min(cols, t - k0 + 1);
             if (n <= 0) continue;
             const Real* qr = q.row(t) + qc;
             const Real* dor = d_o.row(t) + qc;
-            const Real L = lse(h, t), D = delta(h, t);
             dot_row(qr, kt, hs, n, p);
-            exp_affine(p, n, scale, L);
             dot_row(dor, vt, hs, n, ds);  // dp
-            for (std::int64_t u = 0; u < n; ++u) ds[u] = p[u] * (ds[u] - D) * scale;
+            row_grads(t, p, ds, n);
             Real* dqr = dq.row(t) + qc;
             for (std::int64_t u = 0; u < n; ++u) {  // dq[i] += sum over u ascending of ds[u] k(u, i)
               const Real du = ds[u];

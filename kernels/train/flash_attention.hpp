@@ -37,7 +37,7 @@ namespace fp8lab::train {
 inline constexpr std::int64_t kFlashBlock = 64;
 // Below this many positions the heads run on one thread (the naive loops' threshold): thread
 // start-up would cost more than the work. Bits do not depend on it.
-inline constexpr std::int64_t kFlashParallelMinPositions = 1024;
+inline constexpr std::int64_t kFlashParallelMinPositions = 128;
 
 // Workspace per lane: forward a transposed key block (hs x block), one score row and the
 // running max and sum of a query block; backward transposed key and value blocks and two rows.

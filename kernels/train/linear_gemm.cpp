@@ -12,6 +12,7 @@
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cpu/requantize_transposed.hpp"
 #include "kernels/formats/float_formats.hpp"
+#include "kernels/train/ordered_gemm.hpp"
 
 namespace fp8lab::train {
 namespace {
@@ -19,86 +20,21 @@ namespace {
 using Kind = GemmPrecision::Kind;
 
 // Below this many multiply-adds a GEMM runs on one thread.
-constexpr std::int64_t kParallelGemmWork = std::int64_t{1} << 24;
+constexpr std::int64_t kParallelGemmWork = std::int64_t{1} << 18;
 
-// One block of kRows x kCols outputs kept in registers over the whole of k: every sum starts
-// from 0 (or C) and adds a(i, p) b(p, j) for p = 0, 1, ..., k-1, the order of the plain loops.
-// GCC vector types (32 bytes: 8 floats or 4 doubles, two or four AVX registers a row) keep the
-// block in registers; a product and a sum stay two roundings (-ffp-contract=off).
-constexpr std::int64_t kRows = 4, kVectors = 2;
-
-template <class Real>
-struct Vector32Of;
-template <>
-struct Vector32Of<float> {
-  typedef float type __attribute__((vector_size(32)));
-};
-template <>
-struct Vector32Of<double> {
-  typedef double type __attribute__((vector_size(32)));
-};
-template <class Real>
-using Vector32 = typename Vector32Of<Real>::type;
-
-template <class Real>
-constexpr std::int64_t kCols = kVectors * static_cast<std::int64_t>(32 / sizeof(Real));
-
-// Through a reference, not a return value: a 32-byte vector returned by value would change the
-// function's ABI on a build without AVX (x86-64-v2, where GCC warns), though the arithmetic is
-// the same there.
-template <class Real>
-void load(Vector32<Real>& v, const Real* p) {
-  std::memcpy(&v, p, sizeof v);
-}
-
-template <class Real>
-void nn_block(const Real* a, std::int64_t lda, const Real* b, Real* c, std::int64_t n, std::int64_t k, bool accumulate) {
-  constexpr std::int64_t lanes = 32 / sizeof(Real);
-  Vector32<Real> acc[kRows][kVectors];
-  for (std::int64_t r = 0; r < kRows; ++r)
-    for (std::int64_t v = 0; v < kVectors; ++v) {
-      acc[r][v] = Vector32<Real>{};
-      if (accumulate) load(acc[r][v], c + r * n + v * lanes);
-    }
-  for (std::int64_t p = 0; p < k; ++p) {
-    Vector32<Real> bp[kVectors];
-    for (std::int64_t v = 0; v < kVectors; ++v) load(bp[v], b + p * n + v * lanes);
-    for (std::int64_t r = 0; r < kRows; ++r) {
-      const Real arp = a[r * lda + p];
-      for (std::int64_t v = 0; v < kVectors; ++v) acc[r][v] += arp * bp[v];
-    }
-  }
-  for (std::int64_t r = 0; r < kRows; ++r)
-    for (std::int64_t v = 0; v < kVectors; ++v) std::memcpy(c + r * n + v * lanes, &acc[r][v], sizeof acc[r][v]);
-}
-
-// C (m x n) (+)= A (m x k, row stride lda) * B (k x n): each of the m n sums in order of k.
-// Whole kRows x kCols<Real> blocks accumulate in registers (nn_block); the edges run the plain loop
-// (the n sums of a row side by side, vectorizable across j). Same order, same bits, either way.
+// C (m x n) (+)= A (m x k, row stride lda) * B (k x n): each of the m n sums in order of k
+// (ordered_gemm.hpp), rows split between threads in whole register blocks. Same order, same
+// bits, on any number of threads.
 template <class Real>
 void nn_kernel(const Real* a, std::int64_t lda, const Real* b, Real* c, std::int64_t m, std::int64_t n, std::int64_t k,
                bool accumulate) {
-  constexpr std::int64_t cols = kCols<Real>;
-  const std::int64_t m_blocks = m / kRows, n_blocked = n / cols * cols;
-  // Threads only for GEMMs big enough to repay starting them (stories260K's are not).
+  const std::int64_t bands = (m + kOrderedGemmRows - 1) / kOrderedGemmRows;
+  // Threads only for GEMMs big enough to repay starting them.
   const bool parallel = m * n * k >= kParallelGemmWork;
 #pragma omp parallel for schedule(static) if (parallel)
-  for (std::int64_t block = 0; block < m_blocks + (m % kRows != 0); ++block) {
-    const std::int64_t i0 = block * kRows, rows = std::min(kRows, m - i0);
-    if (rows == kRows)
-      for (std::int64_t j0 = 0; j0 < n_blocked; j0 += cols)
-        nn_block(a + i0 * lda, lda, b + j0, c + i0 * n + j0, n, k, accumulate);
-    const std::int64_t j_first = rows == kRows ? n_blocked : 0;  // what the blocks left
-    for (std::int64_t i = i0; i < i0 + rows; ++i) {
-      Real* out = c + i * n;
-      if (!accumulate) std::fill(out + j_first, out + n, Real(0));
-      const Real* ai = a + i * lda;
-      for (std::int64_t p = 0; p < k; ++p) {
-        const Real aip = ai[p];
-        const Real* bp = b + p * n;
-        for (std::int64_t j = j_first; j < n; ++j) out[j] += aip * bp[j];
-      }
-    }
+  for (std::int64_t band = 0; band < bands; ++band) {
+    const std::int64_t i0 = band * kOrderedGemmRows;
+    ordered_gemm_rows(a, lda, b, n, c, n, i0, std::min(m, i0 + kOrderedGemmRows), n, k, accumulate);
   }
 }
 

@@ -1,13 +1,16 @@
-"""One training step of stories260K at 256 tokens, fp8lab's engine beside PyTorch eager, in one
-script run (issue 23's speed target: fp32 step >= 1.5x PyTorch eager fp32, the emulated FP8 step
->= 1.0x PyTorch's fp32 step, same threads).
+"""One training step, fp8lab's engine beside PyTorch eager, in one script run (issue 23's speed
+target: fp32 step >= 1.5x PyTorch eager fp32, the emulated FP8 step >= 1.0x PyTorch's fp32 step,
+same threads), for stories260K at 256 tokens (--model stories260K, the default) or the dim256
+preset at 1024 tokens (--model dim256).
 
 PyTorch side: the same model as the engine (llama2.c's: RMSNorm eps 1e-5, RoPE theta 1e4 on
-consecutive pairs, grouped KV heads, SwiGLU, classifier tied to the embedding), the same
-checkpoint and tokens ((t * 37 + 1) mod 512, 256 of them: 255 targets), fp32, forward with
+consecutive pairs, grouped KV heads, SwiGLU, classifier tied to the embedding), stories260K's
+checkpoint (dim256: seeded normal weights of the preset's shapes; the values do not change the
+work) and the bench's tokens ((t * 37 + 1) mod vocab: T - 1 targets), fp32, forward with
 F.scaled_dot_product_attention(is_causal=True), mean cross-entropy, loss.backward(); timed as
 the median of --steps steps after 3 warm-up steps. fp8lab side: fp8lab_bench_train_step's
-fp32_none and fp8_none (the same step, real time per iteration). The two alternate --rounds
+fp32_none and fp8_none (dim256_fp32_none and dim256_fp8_none), the same step, real time per
+iteration. The two alternate --rounds
 times and each ratio is of medians over the rounds.
 
 Usage (the peers venv has torch):
@@ -30,6 +33,7 @@ import torch.nn.functional as F
 
 parser = argparse.ArgumentParser()
 parser.add_argument("bench", help="path to fp8lab_bench_train_step")
+parser.add_argument("--model", choices=["stories260K", "dim256"], default="stories260K")
 parser.add_argument("--threads", type=int, default=os.cpu_count())
 parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--steps", type=int, default=20)
@@ -40,11 +44,17 @@ root = pathlib.Path(__file__).resolve().parents[2]
 checkpoint = pathlib.Path(args.checkpoint or pathlib.Path(os.environ.get("FP8LAB_DATA_DIR", root.parent / "shared" / "data"))
                           / "stories260K" / "stories260K.bin")
 
-# llama2.c legacy export: 7 int32 header, then float32 arrays (data/README.md).
-raw = checkpoint.read_bytes()
-dim, hidden, layers, heads, kv_heads, vocab, _ = np.frombuffer(raw[:28], np.int32)
-vocab = abs(int(vocab))
-floats = np.frombuffer(raw[28:], np.float32)
+if args.model == "stories260K":
+    # llama2.c legacy export: 7 int32 header, then float32 arrays (data/README.md).
+    raw = checkpoint.read_bytes()
+    dim, hidden, layers, heads, kv_heads, vocab, _ = (int(x) for x in np.frombuffer(raw[:28], np.int32))
+    vocab = abs(vocab)
+    floats = np.frombuffer(raw[28:], np.float32)
+    T, case = 256, ""
+else:  # kernels/train/model_config.cpp's dim256 preset
+    dim, hidden, layers, heads, kv_heads, vocab = 256, 768, 4, 8, 4, 512
+    floats = None
+    T, case = 1024, "dim256_"
 hs, kv_dim = dim // heads, dim // heads * kv_heads
 shapes = [("emb", (vocab, dim)), ("rms_att", (layers, dim)), ("wq", (layers, dim, dim)), ("wk", (layers, kv_dim, dim)),
           ("wv", (layers, kv_dim, dim)), ("wo", (layers, dim, dim)), ("rms_ffn", (layers, dim)),
@@ -52,10 +62,15 @@ shapes = [("emb", (vocab, dim)), ("rms_att", (layers, dim)), ("wq", (layers, dim
 w, at = {}, 0
 for name, shape in shapes:
     n = int(np.prod(shape))
-    w[name] = torch.tensor(floats[at:at + n].reshape(shape).copy(), requires_grad=True)
+    if floats is None:
+        values = np.random.default_rng(1).normal(0.0, 0.02, shape).astype(np.float32)
+        if name.startswith("rms"):
+            values = np.ones(shape, np.float32)
+    else:
+        values = floats[at:at + n].reshape(shape).copy()
+    w[name] = torch.tensor(values, requires_grad=True)
     at += n
 
-T = 256
 tokens = torch.tensor([(t * 37 + 1) % vocab for t in range(T)])
 freq = 1.0 / (10000.0 ** (torch.arange(0, hs, 2, dtype=torch.float64) / hs))
 angle = torch.arange(T, dtype=torch.float64)[:, None] * freq[None, :]
@@ -106,13 +121,13 @@ def fp8lab_seconds():
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     with tempfile.TemporaryDirectory() as work:
         out = pathlib.Path(work) / "bench.json"
-        subprocess.run([args.bench, "--benchmark_filter=BM_Step/(fp32|fp8)_none", "--benchmark_min_time=1",
+        subprocess.run([args.bench, f"--benchmark_filter=BM_Step/{case}(fp32|fp8)_none/", "--benchmark_min_time=1",
                         f"--benchmark_out={out}", "--benchmark_out_format=json"], env=env, check=True, capture_output=True)
         runs = json.loads(out.read_text())["benchmarks"]
-    return {r["name"].split("/")[1]: r["real_time"] / 1e3 for r in runs}  # ms -> s
+    return {r["name"].split("/")[1].removeprefix(case): r["real_time"] / 1e3 for r in runs}  # ms -> s
 
 
-print(f"stories260K, {T} tokens, {args.threads} threads; torch {torch.__version__}; loss {step():.4f}", file=sys.stderr)
+print(f"{args.model}, {T} tokens, {args.threads} threads; torch {torch.__version__}; loss {step():.4f}", file=sys.stderr)
 rounds = []
 for r in range(args.rounds):
     ours = fp8lab_seconds()
@@ -121,6 +136,6 @@ for r in range(args.rounds):
     print(f"round {r}: fp8lab fp32 {ours['fp32_none'] * 1e3:.1f} ms, fp8lab fp8 {ours['fp8_none'] * 1e3:.1f} ms, "
           f"torch fp32 {theirs * 1e3:.1f} ms", file=sys.stderr)
 fp32, fp8, eager = (statistics.median(c) for c in zip(*rounds))
-print(json.dumps({"threads": args.threads, "fp8lab_fp32_ms": fp32 * 1e3, "fp8lab_fp8_ms": fp8 * 1e3,
+print(json.dumps({"model": args.model, "tokens": T, "threads": args.threads, "fp8lab_fp32_ms": fp32 * 1e3, "fp8lab_fp8_ms": fp8 * 1e3,
                   "torch_fp32_ms": eager * 1e3, "fp32_speed_vs_torch": eager / fp32, "fp8_speed_vs_torch_fp32": eager / fp8,
                   "targets": {"fp32_speed_vs_torch": 1.5, "fp8_speed_vs_torch_fp32": 1.0}}, indent=1))
