@@ -48,16 +48,13 @@ void encode_tile(const float* x, std::uint8_t* codes, std::int64_t ld, std::int6
     encode_tile_as<F, ApplyScale::multiply>(x, codes, ld, r0, r1, c0, c1, encode_factor);
 }
 
+// Tile rows [tr_begin, tr_end) of the scale grid (the two-level rules' tensor scale is set).
 template <class F>
-void quantize_tiles(const float* x, QuantizedTensor& q) {
+void quantize_tiles(const float* x, QuantizedTensor& q, std::int64_t tr_begin, std::int64_t tr_end) {
   constexpr ElementTraits traits = element_traits_of<F>();
   const ScaleRule rule = q.config.scale_rule;
   const ApplyScale apply = scale_rule_math(rule).apply;
-  if (scale_rule_math(rule).two_level) {
-    q.tensor_amax = tile_amax(x, q.cols, 0, q.rows, 0, q.cols);
-    q.tensor_scale = tensor_scale(q.tensor_amax, rule, traits);
-  }
-  for (std::int64_t tr = 0; tr < q.scale_rows; ++tr) {
+  for (std::int64_t tr = tr_begin; tr < tr_end; ++tr) {
     const std::int64_t r0 = tr * q.tile_rows, r1 = std::min(q.rows, r0 + q.tile_rows);
     for (std::int64_t tc = 0; tc < q.scale_cols; ++tc) {
       const std::int64_t c0 = tc * q.tile_cols, c1 = std::min(q.cols, c0 + q.tile_cols);
@@ -73,20 +70,35 @@ void quantize_tiles(const float* x, QuantizedTensor& q) {
 // operation is exact per element (max of bit patterns, one FP32 product, RNE encode), so
 // the variants give the same bits.
 template <class F>
-FP8LAB_TARGET_AVX2 void quantize_tiles_avx2(const float* x, QuantizedTensor& q) {
-  quantize_tiles<F>(x, q);
+FP8LAB_TARGET_AVX2 void quantize_tiles_avx2(const float* x, QuantizedTensor& q, std::int64_t tr_begin, std::int64_t tr_end) {
+  quantize_tiles<F>(x, q, tr_begin, tr_end);
 }
 template <class F>
-FP8LAB_TARGET_AVX512 void quantize_tiles_avx512(const float* x, QuantizedTensor& q) {
-  quantize_tiles<F>(x, q);
+FP8LAB_TARGET_AVX512 void quantize_tiles_avx512(const float* x, QuantizedTensor& q, std::int64_t tr_begin,
+                                                std::int64_t tr_end) {
+  quantize_tiles<F>(x, q, tr_begin, tr_end);
 }
 
+// Below this many elements a tensor is quantized on one thread (a thread team's start would
+// cost more than the work).
+constexpr std::int64_t kParallelQuantizeElements = std::int64_t{1} << 16;
+
+// Every tile is independent once the two-level rules' tensor scale is known (its amax is a max:
+// any order gives it), so tile rows are split between threads with the same bits.
 template <class F>
 void quantize_tiles_for_cpu(const float* x, QuantizedTensor& q) {
-  switch (active_cpu_isa()) {
-    case CpuIsa::avx512: return quantize_tiles_avx512<F>(x, q);
-    case CpuIsa::avx2: return quantize_tiles_avx2<F>(x, q);
-    case CpuIsa::scalar: return quantize_tiles<F>(x, q);
+  if (scale_rule_math(q.config.scale_rule).two_level) {
+    q.tensor_amax = tile_amax(x, q.cols, 0, q.rows, 0, q.cols);
+    q.tensor_scale = tensor_scale(q.tensor_amax, q.config.scale_rule, element_traits_of<F>());
+  }
+  const CpuIsa isa = active_cpu_isa();
+#pragma omp parallel for schedule(static) if (q.rows * q.cols >= kParallelQuantizeElements)
+  for (std::int64_t tr = 0; tr < q.scale_rows; ++tr) {
+    switch (isa) {
+      case CpuIsa::avx512: quantize_tiles_avx512<F>(x, q, tr, tr + 1); break;
+      case CpuIsa::avx2: quantize_tiles_avx2<F>(x, q, tr, tr + 1); break;
+      case CpuIsa::scalar: quantize_tiles<F>(x, q, tr, tr + 1); break;
+    }
   }
 }
 
@@ -132,10 +144,16 @@ std::vector<float> dequantize(const QuantizedTensor& q) {
   const std::array<float, 256>& table = decode_table_for(q.config.format);
   const float tensor_decode = q.tensor_scale.decode;  // 1 but for the two-level rules
   std::vector<float> x(q.codes.size());
+  // Row by row, a tile's scale looked up once per row segment: x = decode(q) * (scale * tensor decode).
+#pragma omp parallel for schedule(static) if (q.rows * q.cols >= kParallelQuantizeElements)
   for (std::int64_t r = 0; r < q.rows; ++r)
-    for (std::int64_t c = 0; c < q.cols; ++c) {
-      const auto i = static_cast<std::size_t>(r * q.cols + c);
-      x[i] = table[q.codes[i]] * (q.scale_of(r, c) * tensor_decode);
+    for (std::int64_t c0 = 0; c0 < q.cols; c0 += q.tile_cols) {
+      const float scale = q.scale_of(r, c0) * tensor_decode;
+      const std::int64_t c1 = std::min(q.cols, c0 + q.tile_cols);
+      for (std::int64_t c = c0; c < c1; ++c) {
+        const auto i = static_cast<std::size_t>(r * q.cols + c);
+        x[i] = table[q.codes[i]] * scale;
+      }
     }
   return x;
 }

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "kernels/cpu/quantize.hpp"
+#include "kernels/cpu/transpose.hpp"
 
 namespace fp8lab::cpu {
 
@@ -12,9 +13,7 @@ QuantizedTensor requantize_transposed(const QuantizedTensor& in) {
                                 in.config.granularity.to_string());
   const std::vector<float> dequantized = dequantize(in);  // rows x cols
   std::vector<float> transposed(dequantized.size());      // cols x rows
-  for (std::int64_t r = 0; r < in.rows; ++r)
-    for (std::int64_t c = 0; c < in.cols; ++c)
-      transposed[static_cast<std::size_t>(c * in.rows + r)] = dequantized[static_cast<std::size_t>(r * in.cols + c)];
+  transpose(dequantized.data(), in.rows, in.cols, in.cols, transposed.data());
   return quantize(transposed, in.cols, in.rows, in.config);
 }
 

@@ -11,6 +11,7 @@
 #include "kernels/cpu/gemm_fp8_nt.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cpu/requantize_transposed.hpp"
+#include "kernels/cpu/transpose.hpp"
 #include "kernels/formats/float_formats.hpp"
 #include "kernels/train/ordered_gemm.hpp"
 
@@ -21,6 +22,8 @@ using Kind = GemmPrecision::Kind;
 
 // Below this many multiply-adds a GEMM runs on one thread.
 constexpr std::int64_t kParallelGemmWork = std::int64_t{1} << 18;
+// ... and a transpose below this many elements (a quarter of a megabyte of floats).
+constexpr std::int64_t kParallelTransposeElements = std::int64_t{1} << 16;
 
 // C (m x n) (+)= A (m x k, row stride lda) * B (k x n): each of the m n sums in order of k
 // (ordered_gemm.hpp), rows split between threads in whole register blocks. Same order, same
@@ -38,10 +41,11 @@ void nn_kernel(const Real* a, std::int64_t lda, const Real* b, Real* c, std::int
   }
 }
 
+// Operand transposes: tiled (kernels/cpu/transpose.hpp), on the thread team when as large as a
+// GEMM that would be.
 template <class Real>
 void transpose(const Real* in, std::int64_t rows, std::int64_t cols, std::int64_t stride, Real* out) {
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * stride + c];
+  cpu::transpose(in, rows, cols, stride, out, rows * cols >= kParallelTransposeElements);
 }
 
 float round_to(Kind kind, float x) {
@@ -167,11 +171,15 @@ template <class Real>
 void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, Tensor<Real>& dw, bool accumulate,
            std::int64_t row_begin, std::int64_t row_end) {
   const std::int64_t m = dy.cols, n = x.cols, k = row_end - row_begin;
+  // The re-quantizing FP8 path reads dY and X in place; it needs their transposes only to tally
+  // what quantization did (the ledger counts them either way, as a device implementation that
+  // made them would).
+  const bool transposes_read = !call.precision.requantize_transposed || call.tally != nullptr;
   Tensor<Real> dyt = workspace<Real>(call, m, k);  // dY^T: out x rows
-  if (dyt.has_data()) transpose(dy.row(row_begin), k, m, m, dyt.data());
+  if (dyt.has_data() && transposes_read) transpose(dy.row(row_begin), k, m, m, dyt.data());
   if (call.precision.kind != Kind::fp8) return plain_nn(call, dyt.data(), k, x.row(row_begin), dw.data(), m, n, k, accumulate);
   Tensor<Real> xt = workspace<Real>(call, n, k);  // X^T: in x rows
-  if (xt.has_data()) transpose(x.row(row_begin), k, n, n, xt.data());
+  if (xt.has_data() && transposes_read) transpose(x.row(row_begin), k, n, n, xt.data());
   if (!call.precision.requantize_transposed) return fp8_nt(call, dyt.data(), k, xt.data(), k, dw.data(), m, n, k, accumulate);
   if constexpr (std::is_same_v<Real, float>) {
     // DeepSeek-V3: dY and X as their Dgrad / Fprop GEMMs quantized them (1xT along
