@@ -174,7 +174,8 @@ void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, 
   // The re-quantizing FP8 path reads dY and X in place; it needs their transposes only to tally
   // what quantization did (the ledger counts them either way, as a device implementation that
   // made them would).
-  const bool transposes_read = !call.precision.requantize_transposed || call.tally != nullptr;
+  const bool requantizing = call.precision.kind == Kind::fp8 && call.precision.requantize_transposed;
+  const bool transposes_read = !requantizing || call.tally != nullptr;
   Tensor<Real> dyt = workspace<Real>(call, m, k);  // dY^T: out x rows
   if (dyt.has_data() && transposes_read) transpose(dy.row(row_begin), k, m, m, dyt.data());
   if (call.precision.kind != Kind::fp8) return plain_nn(call, dyt.data(), k, x.row(row_begin), dw.data(), m, n, k, accumulate);
