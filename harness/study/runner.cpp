@@ -1,5 +1,7 @@
 #include "harness/study/runner.hpp"
 
+#include <omp.h>
+
 #include <unistd.h>
 
 #include <array>
@@ -320,6 +322,9 @@ Evaluation evaluate_points(const RunOptions& options, const std::vector<Point>& 
   for (std::int64_t i : todo) total_cost += cost.emplace_back(std::max(kind.point_cost(grid[static_cast<std::size_t>(i)]), 0.0));
   Progress progress(static_cast<std::int64_t>(todo.size()), total_cost, options.quiet);
   const RunContext context{options.threads, &backend, options.quiet, results.path(), options.resume};
+  // --threads N caps every OpenMP team of the command (the engine's and the quantizers' included,
+  // which take the default team), so shards sharing a machine do not oversubscribe it.
+  if (options.threads > 0) omp_set_num_threads(options.threads);
   const std::vector<ColumnDef> columns = results.columns();
   Evaluation e;
   double cost_done = 0;

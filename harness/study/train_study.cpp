@@ -41,7 +41,7 @@
 #include "harness/train/step_progress.hpp"
 #include "harness/train/story_sampler.hpp"
 #include "harness/train/training_run.hpp"
-#include "harness/study/train_operand_columns.hpp"
+#include "harness/study/train_run_columns.hpp"
 #include "harness/train/weights_file.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/precision_recipe.hpp"
@@ -174,40 +174,7 @@ class TrainStudy final : public StudyKind {
 
   std::optional<std::string> skip_reason(const Point&, const Backend&) const override { return std::nullopt; }
 
-  std::vector<ColumnDef> scalar_and_curve_columns() const {
-    using T = ColumnDef::Type;
-    ExtraDimension step{"step", "training step (0-based)", "1", {}, {}};
-    for (std::int64_t s = 0; s < run_.steps; ++s) step.numbers.push_back(s);
-    return {{"train_loss", T::f64, "nat", "training loss: mean cross-entropy over the step's batch x seq_len targets", step},
-            {"val_loss", T::f64, "nat", "validation loss after the step (NaN where not evaluated)", step},
-            {"grad_norm", T::f64, "1", "global L2 norm of the mean gradient (unscaled, before clipping)", step},
-            {"learning_rate", T::f64, "1", "learning rate of the step", step},
-            {"loss_scale", T::f64, "1", "loss scale of the step's backward (1 but for the fp16 recipe)", step},
-            {"skipped", T::f64, "1", "1 when the step's update was not applied (overflow or divergence)", step},
-            {"diverged", T::f64, "1", "1 when the step's loss or gradient was not finite", step},
-            {"step_seconds", T::f64, "s", "wall time of the step", step},
-            {"tokens_per_second", T::f64, "1/s", "training tokens (batch x seq_len) per second of the step", step},
-            {"step_peak_bytes", T::f64, "byte", "the engine ledger's peak over the step's sequences", step},
-            // FP8 operand statistics (harness/train/training_record.hpp), NaN where not sampled
-            // or where the recipe runs no FP8 GEMM of the kind.
-            {"final_train_loss", T::f64, "nat", "training loss of the last step"},
-            {"final_val_loss", T::f64, "nat", "validation loss after the last step (NaN without validation)"},
-            {"steps_skipped", T::i64, "1", "updates not applied"},
-            {"steps_diverged", T::i64, "1", "steps whose loss or gradient was not finite"},
-            {"parameters", T::i64, "1", "trained parameters"},
-            {"peak_bytes", T::i64, "byte", "engine step peak + FP32 master weights + moments + gradient accumulators"},
-            {"optimizer_state_bytes", T::i64, "byte", "AdamW moments in their storage format"},
-            {"median_tokens_per_second", T::f64, "1/s", "median over the steps"},
-            {"train_tokens", T::str, "", "the training token stream and its sha256"}};
-  }
-
-  std::vector<ColumnDef> result_columns() const override {
-    std::vector<ColumnDef> columns = scalar_and_curve_columns();
-    ExtraDimension step{"step", "training step (0-based)", "1", {}, {}};
-    for (std::int64_t s = 0; s < run_.steps; ++s) step.numbers.push_back(s);
-    for (ColumnDef& c : operand_stats_columns(step, model_layers_)) columns.push_back(std::move(c));
-    return columns;
-  }
+  std::vector<ColumnDef> result_columns() const override { return train_run_columns(run_.steps, model_layers_); }
 
   Row skipped_row(const Point&) const override { return {}; }
 
@@ -224,7 +191,7 @@ class TrainStudy final : public StudyKind {
     if (!context.results_file.empty()) {
       checkpointing.file = checkpoint_file(p, context);
       checkpointing.every = checkpoint_every_;
-      checkpointing.identity = "point " + p.key() + "\n" + operand_provenance(p) + "\n" + c.describe();
+      checkpointing.identity = "point " + p.key() + "\n" + run_identity(p) + "\n" + c.describe();
       checkpointing.stop_requested = interrupt_requested;
       if (context.resume && std::filesystem::exists(checkpointing.file)) {
         as_bad_input([&] {
@@ -252,36 +219,7 @@ class TrainStudy final : public StudyKind {
     if (save_weights_)
       train::write_weights_safetensors(context.results_file.string() + ".weights/" + point_name + ".safetensors",
                                        r.final_weights, {{"point", p.key()}, {"recipe", c.recipe.name}});
-    Row row;
-    std::map<std::string, std::vector<double>> series;
-    for (const train::StepRecord& s : r.steps) {
-      series["train_loss"].push_back(s.train_loss);
-      series["val_loss"].push_back(s.val_loss);
-      series["grad_norm"].push_back(s.grad_norm);
-      series["learning_rate"].push_back(s.lr);
-      series["loss_scale"].push_back(s.loss_scale);
-      series["skipped"].push_back(s.skipped ? 1.0 : 0.0);
-      series["diverged"].push_back(s.diverged ? 1.0 : 0.0);
-      series["step_seconds"].push_back(s.step_seconds);
-      series["tokens_per_second"].push_back(s.tokens_per_second);
-      series["step_peak_bytes"].push_back(static_cast<double>(s.step_peak_bytes));
-    }
-    add_operand_stats(r.steps, model_layers_, row);
-    std::int64_t skipped = 0, diverged = 0;
-    for (const train::StepRecord& s : r.steps) skipped += s.skipped, diverged += s.diverged;
-    std::vector<double> rates = series["tokens_per_second"];
-    std::nth_element(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(rates.size() / 2), rates.end());
-    row["final_train_loss"] = r.steps.back().train_loss;
-    row["final_val_loss"] = r.steps.back().val_loss;
-    for (auto& [name, values] : series) row[name] = std::move(values);
-    row["steps_skipped"] = skipped;
-    row["steps_diverged"] = diverged;
-    row["parameters"] = static_cast<std::int64_t>(r.parameters);
-    row["peak_bytes"] = static_cast<std::int64_t>(r.peak_bytes);
-    row["optimizer_state_bytes"] = static_cast<std::int64_t>(r.optimizer_state_bytes);
-    row["median_tokens_per_second"] = rates[rates.size() / 2];
-    row["train_tokens"] = train_stream_.source;
-    return row;
+    return train_run_row(r, model_layers_, train_stream_.source);
   }
 
   std::map<std::string, std::string> settings_attributes() const override {
@@ -348,6 +286,18 @@ class TrainStudy final : public StudyKind {
     } catch (const train::CheckpointError& e) {
       throw std::invalid_argument(e.what());
     }
+  }
+
+  // What a checkpoint must match to be resumed: the inputs by content (init, checkpoint and token
+  // sha256), not by path, so that moving the data or the results folder keeps a run resumable.
+  std::string run_identity(const Point& p) const {
+    const std::uint64_t seed = std::stoull(p.at("seed"));
+    const LlamaWeights& w = weights(seed);
+    streams(w);
+    std::string text = init_.init == "seeded" ? init_.describe(w, seed) : "checkpoint sha256 " + w.sha256;
+    text += "; training tokens sha256 " + train_stream_.sha256;
+    if (val_stream_) text += "; validation tokens sha256 " + val_stream_->sha256;
+    return text;
   }
 
   static std::filesystem::path checkpoint_file(const Point& p, const RunContext& context) {

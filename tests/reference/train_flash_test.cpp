@@ -11,6 +11,7 @@
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"
 #include "tests/support/stories260k_fixture.hpp"
+#include "tests/support/train_step_checks.hpp"
 
 using namespace fp8lab;
 using namespace fp8lab::train;
@@ -22,12 +23,7 @@ const std::vector<int>& stories_tokens() { return test::stories260k_tokens(); }
 
 StepResult step(const ModelConfig& m, const LlamaWeights& w, const std::vector<int>& tokens, const std::string& recipe,
                 AttentionKind attention, const std::string& policy = "none") {
-  HostAllocator host;
-  MemoryLedger ledger(&host);
-  StepInput in{m, &w, tokens};
-  in.attention = attention;
-  const auto T = static_cast<std::int64_t>(tokens.size());
-  return run_training_step(in, named_recipe(recipe), make_policy(policy, m, T, 4, attention), ledger);
+  return test::run_step(m, w, tokens, named_recipe(recipe), attention, policy);
 }
 StepResult flash(const std::string& recipe, const std::string& policy = "none") {
   return step(config_of(stories()), stories(), stories_tokens(), recipe, AttentionKind::flash, policy);
@@ -40,43 +36,12 @@ StepReport shapes_only(const ModelConfig& m, std::int64_t T, AttentionKind atten
   return run_training_step(in, named_recipe("bf16"), make_policy(policy, m, T, eb, attention), ledger).report;
 }
 
-bool bit_identical(const StepResult& a, const StepResult& b) {
-  if (a.gradients.size() != b.gradients.size()) return false;
-  for (std::size_t i = 0; i < a.gradients.size(); ++i) {
-    const auto& x = a.gradients[i].values;
-    const auto& y = b.gradients[i].values;
-    if (x.size() != y.size() || std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) != 0) return false;
-  }
-  return std::memcmp(&a.report.loss, &b.report.loss, sizeof(double)) == 0;
-}
-
-// As train_step_ref_test.cpp's kFp64Tolerance, whose derivation carries over: flash in FP64 is
-// the same FP64 arithmetic as the reference in another order (the online softmax's rescaling
-// by exp(m - m') and the recomputed p = exp(s - L) add a few single roundings per element, of
-// the order of u = 2^-53, to dot products and sums no longer than before: the key sums are
-// the same T <= 64 long, split in blocks of 64), so each quantity still differs by O(n u) of its
-// magnitude with n <= 512, amplified through the blocks by the chain's conditioning (a factor of
-// order 10 per block at worst), far below 1e-12; an error in any term of the chain rule, or of
-// the online softmax, is O(1) relative.
-constexpr double kFp64Tolerance = 1e-12;
-
-void check_matches_reference(const ModelConfig& model, const LlamaWeights& w, const std::vector<int>& tokens) {
-  const StepResult r = step(model, w, tokens, "fp64", AttentionKind::flash);
-  CHECK(r.report.attention == "flash");
-  const ReferenceStep ref = reference_step(w, tokens);
-  CHECK(std::abs(r.report.loss - ref.loss) <= kFp64Tolerance * std::abs(ref.loss));
-  const GradientErrors e = gradient_errors(r.gradients, ref.gradients);
-  for (std::size_t i = 0; i < e.names.size(); ++i) {
-    INFO(e.names[i] << " rel_frobenius " << e.rel_frobenius[i]);
-    CHECK(e.rel_frobenius[i] <= kFp64Tolerance);
-  }
-  CHECK(e.total_rel_frobenius <= kFp64Tolerance);
-}
+using test::bit_identical;
 
 }  // namespace
 
 TEST_CASE("train flash: recipe fp64 under flash reproduces the FP64 reference on stories260K with real tokens") {
-  check_matches_reference(config_of(stories()), stories(), stories_tokens());
+  test::check_fp64_matches_reference(config_of(stories()), stories(), stories_tokens(), AttentionKind::flash);
 }
 
 TEST_CASE("train flash: recipe fp64 under flash reproduces the FP64 reference on a seeded small GQA model, 150 positions") {
@@ -86,7 +51,7 @@ TEST_CASE("train flash: recipe fp64 under flash reproduces the FP64 reference on
   std::mt19937 rng(3);
   std::vector<int> tokens;
   for (int i = 0; i < 150; ++i) tokens.push_back(static_cast<int>(rng() % static_cast<unsigned>(m.vocab)));
-  check_matches_reference(m, w, tokens);
+  test::check_fp64_matches_reference(m, w, tokens, AttentionKind::flash);
 }
 
 TEST_CASE("train flash: fp32 flash and fp32 naive agree within the FP32 bound, and are not the same computation") {

@@ -10,6 +10,7 @@
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"
 #include "tests/support/stories260k_fixture.hpp"
+#include "tests/support/train_step_checks.hpp"
 
 using namespace fp8lab;
 using namespace fp8lab::train;
@@ -20,21 +21,10 @@ const LlamaWeights& stories() { return test::stories260k_weights(); }
 const std::vector<int>& tokens() { return test::stories260k_tokens(); }
 
 StepResult step(const std::string& recipe, const std::string& policy) {
-  HostAllocator host;
-  MemoryLedger ledger(&host);
-  const ModelConfig m = config_of(stories());
-  return run_training_step({m, &stories(), tokens()}, named_recipe(recipe), make_policy(policy, m, 64, 4), ledger);
+  return test::run_step(config_of(stories()), stories(), tokens(), named_recipe(recipe), AttentionKind::naive, policy);
 }
 
-bool bit_identical(const StepResult& a, const StepResult& b) {
-  if (a.gradients.size() != b.gradients.size()) return false;
-  for (std::size_t i = 0; i < a.gradients.size(); ++i) {
-    const auto& x = a.gradients[i].values;
-    const auto& y = b.gradients[i].values;
-    if (x.size() != y.size() || std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) != 0) return false;
-  }
-  return std::memcmp(&a.report.loss, &b.report.loss, sizeof(double)) == 0;
-}
+using test::bit_identical;
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"
 #include "tests/support/stories260k_fixture.hpp"
+#include "tests/support/train_step_checks.hpp"
 
 using namespace fp8lab;
 using namespace fp8lab::train;
@@ -32,14 +33,7 @@ std::vector<int> seeded_tokens(int count, int vocab, unsigned seed) {
 
 StepResult step(const ModelConfig& model, const LlamaWeights& w, const std::vector<int>& tokens,
                 const PrecisionRecipe& recipe, const std::string& policy = "none") {
-  HostAllocator host;
-  MemoryLedger ledger(&host);
-  StepInput in{model, &w, tokens};
-  return run_training_step(in, recipe, make_policy(policy, model, static_cast<std::int64_t>(tokens.size()), 4), ledger);
-}
-StepResult step(const ModelConfig& model, const LlamaWeights& w, const std::vector<int>& tokens, const std::string& recipe,
-                const std::string& policy = "none") {
-  return step(model, w, tokens, named_recipe(recipe), policy);
+  return test::run_step(model, w, tokens, recipe, AttentionKind::naive, policy);
 }
 
 // The hybrid recipe before the GEMM emulation took mixed formats: every backward operand in
@@ -51,39 +45,16 @@ PrecisionRecipe hybrid_all_e5m2_backward() {
   return r;
 }
 
-// Both sides compute the same FP64 arithmetic with different summation orders (the
-// reference in 8 lanes, the engine in index order), so each dot product differs by at most
-// gamma_n sum|a_k b_k| ~ n u of its magnitude, with n <= 512 (the vocabulary sum of the loss;
-// every other length is <= 172 here) and u = 2^-53: about 6e-14. Through the 5 blocks and
-// the attention softmax these relative perturbations are amplified by the conditioning of
-// the chain (a factor of order 10 per block in the worst case measured on this checkpoint,
-// far less on average), which keeps a relative Frobenius difference below ~1e-12 (measured:
-// at most 5.5e-15 over all tensors on stories260K); an
-// error in any term of the chain rule is O(1) relative.
-constexpr double kFp64Tolerance = 1e-12;
-
-void check_matches_reference(const ModelConfig& model, const LlamaWeights& w, const std::vector<int>& tokens) {
-  const StepResult r = step(model, w, tokens, "fp64");
-  const ReferenceStep ref = reference_step(w, tokens);
-  CHECK(std::abs(r.report.loss - ref.loss) <= kFp64Tolerance * std::abs(ref.loss));
-  const GradientErrors e = gradient_errors(r.gradients, ref.gradients);
-  for (std::size_t i = 0; i < e.names.size(); ++i) {
-    INFO(e.names[i] << " rel_frobenius " << e.rel_frobenius[i]);
-    CHECK(e.rel_frobenius[i] <= kFp64Tolerance);
-  }
-  CHECK(e.total_rel_frobenius <= kFp64Tolerance);
-}
-
 }  // namespace
 
 TEST_CASE("train step: recipe fp64 reproduces the FP64 reference on stories260K with real tokens") {
-  check_matches_reference(config_of(stories()), stories(), stories_tokens());
+  test::check_fp64_matches_reference(config_of(stories()), stories(), stories_tokens(), AttentionKind::naive);
 }
 
 TEST_CASE("train step: recipe fp64 reproduces the FP64 reference on a seeded small GQA model") {
   const ModelConfig m = small_gqa();
   const LlamaWeights w = seeded_llama_weights(m, 7);
-  check_matches_reference(m, w, seeded_tokens(12, m.vocab, 3));
+  test::check_fp64_matches_reference(m, w, seeded_tokens(12, m.vocab, 3), AttentionKind::naive);
 }
 
 TEST_CASE("train step: every recipe's gradient error against FP64, ordered by precision") {

@@ -1,0 +1,72 @@
+#include "harness/study/train_run_columns.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "harness/study/train_operand_columns.hpp"
+
+namespace fp8lab {
+
+std::vector<ColumnDef> train_run_columns(std::int64_t steps, int model_layers) {
+  using T = ColumnDef::Type;
+  ExtraDimension step{"step", "training step (0-based)", "1", {}, {}};
+  for (std::int64_t s = 0; s < steps; ++s) step.numbers.push_back(s);
+  std::vector<ColumnDef> columns{{"train_loss", T::f64, "nat", "training loss: mean cross-entropy over the step's batch x seq_len targets", step},
+          {"val_loss", T::f64, "nat", "validation loss after the step (NaN where not evaluated)", step},
+          {"grad_norm", T::f64, "1", "global L2 norm of the mean gradient (unscaled, before clipping)", step},
+          {"learning_rate", T::f64, "1", "learning rate of the step", step},
+          {"loss_scale", T::f64, "1", "loss scale of the step's backward (1 but for the fp16 recipe)", step},
+          {"skipped", T::f64, "1", "1 when the step's update was not applied (overflow or divergence)", step},
+          {"diverged", T::f64, "1", "1 when the step's loss or gradient was not finite", step},
+          {"step_seconds", T::f64, "s", "wall time of the step", step},
+          {"tokens_per_second", T::f64, "1/s", "training tokens (batch x seq_len) per second of the step", step},
+          {"step_peak_bytes", T::f64, "byte", "the engine ledger's peak over the step's sequences", step},
+          // FP8 operand statistics (harness/train/training_record.hpp), NaN where not sampled
+          // or where the recipe runs no FP8 GEMM of the kind.
+          {"final_train_loss", T::f64, "nat", "training loss of the last step"},
+          {"final_val_loss", T::f64, "nat", "validation loss after the last step (NaN without validation)"},
+          {"steps_skipped", T::i64, "1", "updates not applied"},
+          {"steps_diverged", T::i64, "1", "steps whose loss or gradient was not finite"},
+          {"parameters", T::i64, "1", "trained parameters"},
+          {"peak_bytes", T::i64, "byte", "engine step peak + FP32 master weights + moments + gradient accumulators"},
+          {"optimizer_state_bytes", T::i64, "byte", "AdamW moments in their storage format"},
+          {"median_tokens_per_second", T::f64, "1/s", "median over the steps"},
+          {"train_tokens", T::str, "", "the training token stream and its sha256"}};
+  for (ColumnDef& c : operand_stats_columns(step, model_layers)) columns.push_back(std::move(c));
+  return columns;
+}
+
+Row train_run_row(const train::TrainingRunResult& run, int model_layers, const std::string& train_tokens) {
+  Row row;
+  std::map<std::string, std::vector<double>> series;
+  for (const train::StepRecord& s : run.steps) {
+    series["train_loss"].push_back(s.train_loss);
+    series["val_loss"].push_back(s.val_loss);
+    series["grad_norm"].push_back(s.grad_norm);
+    series["learning_rate"].push_back(s.lr);
+    series["loss_scale"].push_back(s.loss_scale);
+    series["skipped"].push_back(s.skipped ? 1.0 : 0.0);
+    series["diverged"].push_back(s.diverged ? 1.0 : 0.0);
+    series["step_seconds"].push_back(s.step_seconds);
+    series["tokens_per_second"].push_back(s.tokens_per_second);
+    series["step_peak_bytes"].push_back(static_cast<double>(s.step_peak_bytes));
+  }
+  add_operand_stats(run.steps, model_layers, row);
+  std::int64_t skipped = 0, diverged = 0;
+  for (const train::StepRecord& s : run.steps) skipped += s.skipped, diverged += s.diverged;
+  std::vector<double> rates = series["tokens_per_second"];
+  std::nth_element(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(rates.size() / 2), rates.end());
+  row["final_train_loss"] = run.steps.back().train_loss;
+  row["final_val_loss"] = run.steps.back().val_loss;
+  for (auto& [name, values] : series) row[name] = std::move(values);
+  row["steps_skipped"] = skipped;
+  row["steps_diverged"] = diverged;
+  row["parameters"] = static_cast<std::int64_t>(run.parameters);
+  row["peak_bytes"] = static_cast<std::int64_t>(run.peak_bytes);
+  row["optimizer_state_bytes"] = static_cast<std::int64_t>(run.optimizer_state_bytes);
+  row["median_tokens_per_second"] = rates[rates.size() / 2];
+  row["train_tokens"] = train_tokens;
+  return row;
+}
+
+}  // namespace fp8lab
