@@ -48,6 +48,7 @@ Sequences run_sequences(const ModelConfig& model, const LlamaWeights& weights, c
     input.operand_stats = operand_stats;
     input.delayed_scales = &delayed;
     input.attention = policy.attention;
+    input.forward_only = !keep_gradients;  // validation: the loss alone
     StepResult r = run_training_step(input, recipe, policy, ledger);
     s.loss_sum += r.report.loss;
     s.peak_bytes = std::max(s.peak_bytes, r.report.peak_bytes_total);

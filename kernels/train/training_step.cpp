@@ -52,7 +52,7 @@ class Step {
       for (Real& g : dlogits.span()) g = static_cast<Real>(g * in_.loss_scale);
     r.forward_seconds = seconds_since(start);
     const auto backward_start = Clock::now();
-    backward(std::move(dlogits), r);
+    if (!in_.forward_only) backward(std::move(dlogits), r);
     r.backward_seconds = seconds_since(backward_start);
     r.step_seconds = seconds_since(start);
 
@@ -60,7 +60,7 @@ class Step {
     r.peak_bytes_total = ledger_.peak_total();
     r.phases = ledger_.phases();
     report_plan(r);
-    if (!r.shapes_only)
+    if (!r.shapes_only && !in_.forward_only)
       grad_.for_each([&](const std::string& name, const Tensor<Real>& t) {
         result.gradients.push_back({name, t.rows, t.cols, std::vector<double>(t.data(), t.data() + t.size())});
       });

@@ -49,6 +49,9 @@ struct StepInput {
   // flash; the policy must have been made for the same kind (make_policy's last argument).
   AttentionKind attention = AttentionKind::naive;
   OptimizerStateBytes optimizer{};  // counted in the ledger when set (shapes-only studies of training memory)
+  // Only the loss (a validation pass): no backward, no gradients; the ledger sees the forward's
+  // buffers only, as an evaluation would allocate them.
+  bool forward_only = false;
 };
 
 struct StepReport {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <omp.h>
 
+#include "harness/train/batch_order.hpp"
 #include "harness/train/training_run.hpp"
 #include "kernels/memory_ledger.hpp"
 #include "kernels/train/model_weights.hpp"
@@ -142,6 +143,43 @@ TEST_CASE("training run: the same run gives the same bits on 1 and 2 threads, an
   CHECK(std::isfinite(one.steps[2].val_loss));  // step 3 (1-based)
   CHECK(std::isfinite(one.steps[3].val_loss));  // the last step
   CHECK(one.steps[3].val_loss == two.steps[3].val_loss);
+}
+
+TEST_CASE("training run: validation runs the forward alone, and its loss is the full step's loss of the same windows") {
+  const std::vector<int>& tokens = test::stories260k_tokens();
+  const LlamaWeights& w = test::stories260k_weights();
+  const ModelConfig m = config_of(w);
+  const auto step = [&](bool forward_only) {
+    HostAllocator host;
+    MemoryLedger ledger(&host);
+    StepInput in{m, &w, tokens};
+    in.forward_only = forward_only;
+    return run_training_step(in, named_recipe("deepseek_v3"), make_policy("none", m, 64, 4), ledger);
+  };
+  const StepResult full = step(false), forward = step(true);
+  CHECK(forward.report.loss == full.report.loss);
+  CHECK(forward.gradients.empty());
+  CHECK(!full.gradients.empty());
+
+  const TokenStream stream = fixture_stream();
+  TrainingRunConfig c = config(1, 16, 1, 1e-3);
+  c.recipe = named_recipe("bf16");
+  c.val_every = 1;
+  c.val_sequences = 3;
+  const TrainingRunResult run = run_training(c, w, stream, &stream);
+  // The windows validation reads (sequential, batch 1), each a full engine step on the weights
+  // after the update: the mean of their losses, summed in the same order.
+  const BatchSchedule windows(static_cast<std::int64_t>(stream.tokens.size()), 1, c.seq_len, BatchOrder::sequential, 0);
+  double sum = 0;
+  for (std::int64_t j = 0; j < c.val_sequences; ++j) {
+    const auto first = stream.tokens.begin() + static_cast<std::ptrdiff_t>(windows.start(j, 0));
+    HostAllocator host;
+    MemoryLedger ledger(&host);
+    StepInput in{m, &run.final_weights, std::vector<int>(first, first + c.seq_len + 1)};
+    in.attention = c.attention;
+    sum += run_training_step(in, c.recipe, make_policy(c.policy, m, c.seq_len + 1, 4, c.attention), ledger).report.loss;
+  }
+  CHECK(run.steps[0].val_loss == sum / static_cast<double>(c.val_sequences));
 }
 
 TEST_CASE("training run: bad settings are refused naming the field") {
