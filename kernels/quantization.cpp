@@ -12,6 +12,16 @@ Fp8Format parse_fp8_format(std::string_view text) {
   throw std::invalid_argument("format '" + std::string(text) + "' is not one of e4m3, e5m2");
 }
 
+RoundingMode parse_rounding_mode(std::string_view text) {
+  if (text == "nearest") return RoundingMode::nearest;
+  if (text == "stochastic") return RoundingMode::stochastic;
+  throw std::invalid_argument("rounding '" + std::string(text) + "' is not one of nearest, stochastic");
+}
+
+const char* rounding_mode_name(RoundingMode mode) {
+  return mode == RoundingMode::stochastic ? "stochastic" : "nearest";
+}
+
 ElementFormat parse_element_format(std::string_view text) {
   using Kind = ElementFormat::Kind;
   for (const Kind kind : {Kind::e4m3, Kind::e5m2, Kind::e2m1, Kind::e3m2, Kind::e2m3})

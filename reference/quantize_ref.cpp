@@ -13,7 +13,7 @@ double to_fp32(double v) { return fl32(v); }
 }  // namespace
 
 QuantizedRef quantize_ref(const Eigen::MatrixXd& x, Eigen::Index tile_rows, Eigen::Index tile_cols,
-                          const FormatDefinition& format, ScaleRuleRef rule) {
+                          const FormatDefinition& format, ScaleRuleRef rule, const RoundingRef& rounding) {
   const Eigen::Index grid_rows = (x.rows() + tile_rows - 1) / tile_rows;
   const Eigen::Index grid_cols = (x.cols() + tile_cols - 1) / tile_cols;
   Eigen::MatrixXd amax = Eigen::MatrixXd::Zero(grid_rows, grid_cols);
@@ -42,7 +42,8 @@ QuantizedRef quantize_ref(const Eigen::MatrixXd& x, Eigen::Index tile_rows, Eige
     for (Eigen::Index j = 0; j < x.cols(); ++j) {
       const TileScaleRef& s = tile[static_cast<std::size_t>((i / tile_rows) * grid_cols + j / tile_cols)];
       const double scaled = s.divide ? to_fp32(x(i, j) / s.encode) : to_fp32(x(i, j) * s.encode);
-      const double q = round_to_format(scaled, format, /*saturate=*/true);
+      const auto index = static_cast<std::uint64_t>(i * x.cols() + j);
+      const double q = round_element_ref(scaled, format, rounding, index);
       out.codes(i, j) = code_of_value(q, format);
       // Dequantize the code's value: a format without NaN holds a NaN input as -0 (its contract).
       const double held = std::isnan(q) && !format.has_nan ? -0.0 : q;
