@@ -5,6 +5,7 @@
 // CLI takes several, and neither front end has a default for it).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,7 +19,13 @@ struct QuantizeRequest {
   std::string format = "e4m3";
   std::string scale = "fp32";
   std::string backend = "auto";
+  std::string rounding = "nearest";  // or "stochastic" (kernels/formats/stochastic_rounding.hpp)
+  std::optional<std::uint64_t> seed = std::nullopt;  // stochastic only; 0 when not given
 };
+
+// A seed as --seed / seed= take it: a whole number from 0 to 2^64 - 1, in decimal; throws
+// std::invalid_argument naming --seed.
+std::uint64_t parse_seed(std::string_view text);
 
 // A scheme sets format, granularity and scale rule in one word, as the libraries ship them:
 //   deepseek  e4m3, tile:1x128, fp32       (DeepSeek-V3 activations; its weights: block:128x128)
@@ -42,6 +49,7 @@ class QuantizeJob {
 
   ElementFormat format() const { return format_; }
   ScaleRule scale_rule() const { return scale_rule_; }
+  Rounding rounding() const { return rounding_; }
   Backend& backend() const { return *backend_; }
 
   // x is rows x cols row-major.
@@ -51,6 +59,7 @@ class QuantizeJob {
  private:
   ElementFormat format_;
   ScaleRule scale_rule_;
+  Rounding rounding_;
   std::unique_ptr<Backend> backend_;
 };
 

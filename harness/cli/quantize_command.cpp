@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -25,6 +26,7 @@ struct QuantizeOptions {
   std::string tensor, name;
   std::vector<std::string> granularities;
   std::string scheme;
+  std::optional<std::string> seed;  // parsed by parse_seed, so that a bad one is a one-line error naming --seed
   std::string codes_out, scales_out, dequant_out, global_scale_out;
   double rel_floor = -1;  // < 0: default_rel_floor (1% of the input's RMS)
   bool json = false;
@@ -85,7 +87,8 @@ QuantizeOptions with_scheme(QuantizeOptions o) {
 }
 
 int run_quantize(const QuantizeOptions& options) {
-  const QuantizeOptions o = with_scheme(options);
+  QuantizeOptions o = with_scheme(options);
+  if (o.seed) o.request.seed = parse_seed(*o.seed);
   std::vector<Granularity> granularities;
   for (const std::string& g : o.granularities) granularities.push_back(Granularity::parse(g));
   const bool writes_files =
@@ -110,10 +113,16 @@ int run_quantize(const QuantizeOptions& options) {
                            {"shape", {rows, cols}}, {"format", o.request.format}, {"scale_rule", o.request.scale},
                            {"backend", backend.name()},      {"rel_floor", floor},    {"results", nlohmann::json::array()}};
   if (!o.scheme.empty()) report["scheme"] = o.scheme;
+  report["rounding"] = rounding_mode_name(job.rounding().mode);
+  if (job.rounding().mode == RoundingMode::stochastic) report["seed"] = job.rounding().seed;
   if (!o.json) {
-    std::printf("%s%s%s: %lldx%lld %s -> %s, scale rule %s, %s backend\n", o.tensor.c_str(), o.name.empty() ? "" : ":",
-                o.name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols), dtype_name(operand.dtype),
-                o.request.format.c_str(), o.request.scale.c_str(), backend.name().c_str());
+    const std::string rounding = job.rounding().mode == RoundingMode::stochastic
+                                     ? ", stochastic rounding (seed " + std::to_string(job.rounding().seed) + ")"
+                                     : "";
+    std::printf("%s%s%s: %lldx%lld %s -> %s, scale rule %s%s, %s backend\n", o.tensor.c_str(),
+                o.name.empty() ? "" : ":", o.name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols),
+                dtype_name(operand.dtype), o.request.format.c_str(), o.request.scale.c_str(), rounding.c_str(),
+                backend.name().c_str());
     std::printf("dequantized vs input; max_rel over |x| > %.4g%s\n", floor,
                 o.rel_floor < 0 ? " (1% of the input's RMS)" : "");
     std::printf("%-14s %-11s %10s %9s %11s %10s %10s %10s %9s\n", "granularity", "scales", "rel_frob", "sqnr_db",
@@ -179,6 +188,12 @@ Command add_quantize_command(CLI::App& app) {
       ->excludes("--granularity")
       ->excludes("--scale")
       ->excludes("--format");
+  sub->add_option("--rounding", o->request.rounding,
+                  "Rounding of the scaled elements: nearest (RNE) or stochastic (element (r, c) rounds up with "
+                  "probability proportional to its distance from the value below, its draw from SplitMix64 of --seed "
+                  "and r * cols + c; kernels/formats/stochastic_rounding.hpp)")
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "Seed of --rounding stochastic, 0 to 2^64 - 1 (default 0)");
   sub->add_option("--codes", o->codes_out, "Write the FP8 codes (uint8, rows x cols) to this .npy");
   sub->add_option("--scales", o->scales_out, "Write the scales (float32, row-major over the tile grid) to this .npy");
   sub->add_option("--dequant", o->dequant_out, "Write the dequantized tensor (float32) to this .npy");

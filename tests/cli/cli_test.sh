@@ -163,6 +163,25 @@ PY
   expect_one_line_error "--global-scale: scale rule fp32 has no per-tensor scale" \
     "$fp8lab" quantize "$work/x.npy" --granularity row --global-scale "$work/refused.npy"
   [[ ! -e "$work/refused.npy" ]] || fail "a refused quantize wrote a file"
+  # --rounding stochastic --seed N: the same seed gives the same codes, another seed others;
+  # nearest is the default and takes no seed.
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity tile:1x32 --rounding stochastic --seed 7 --json \
+    --codes "$work/sr1.npy"
+  for field in '"rounding": "stochastic"' '"seed": 7'; do
+    grep -qF "$field" "$work/out" || fail "--rounding stochastic: the report lacks $field"
+  done
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity tile:1x32 --rounding stochastic --seed 7 --codes "$work/sr2.npy"
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity tile:1x32 --rounding stochastic --seed 8 --codes "$work/sr3.npy"
+  cmp -s "$work/sr1.npy" "$work/sr2.npy" || fail "--seed 7 twice gave different codes"
+  ! cmp -s "$work/sr1.npy" "$work/sr3.npy" || fail "--seed 7 and --seed 8 gave the same codes"
+  expect_one_line_error "--rounding: rounding 'up' is not one of nearest, stochastic" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --rounding up
+  expect_one_line_error "--seed: '-1' is not a whole number from 0 to 2^64 - 1" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --rounding stochastic --seed -1
+  expect_one_line_error "--seed: '18446744073709551616' is not a whole number from 0 to 2^64 - 1" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --rounding stochastic --seed 18446744073709551616
+  expect_one_line_error "--seed: only --rounding stochastic takes a seed" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --seed 3
   # --scheme: format, granularity and rule in one word; it excludes the three options.
   expect_exit 0 "$fp8lab" quantize "$work/x.npy" --scheme mxfp4 --json
   for field in '"scheme": "mxfp4"' '"format": "e2m1"' '"scale_rule": "mx"' '"granularity": "tile:1x32"'; do
