@@ -119,6 +119,8 @@ QuantizedTensor make_quantized_tensor(std::int64_t rows, std::int64_t cols, cons
   q.tile_cols = config.granularity.tile_cols(cols);
   q.scale_rows = (rows + q.tile_rows - 1) / q.tile_rows;
   q.scale_cols = (cols + q.tile_cols - 1) / q.tile_cols;
+  check_rule_serves_tiles(config.scale_rule, config.granularity.tile_rows(rows), q.tile_cols,
+                          config.rounding.mode == RoundingMode::stochastic);
   q.codes.assign(static_cast<std::size_t>(elements), 0);
   q.scales.assign(static_cast<std::size_t>(q.scale_rows * q.scale_cols), 1.0f);
   return q;

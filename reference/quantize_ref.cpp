@@ -1,7 +1,10 @@
 #include "reference/quantize_ref.hpp"
 
 #include <cmath>
+#include <stdexcept>
 #include <vector>
+
+#include "reference/nvfp4_4over6_ref.hpp"
 
 namespace fp8lab::ref {
 namespace {
@@ -14,6 +17,11 @@ double to_fp32(double v) { return fl32(v); }
 
 QuantizedRef quantize_ref(const Eigen::MatrixXd& x, Eigen::Index tile_rows, Eigen::Index tile_cols,
                           const FormatDefinition& format, ScaleRuleRef rule, const RoundingRef& rounding) {
+  if (rule == ScaleRuleRef::nvfp4_4over6) {  // a block's scale depends on its elements' errors
+    if (rounding.stochastic || format.name != e2m1().name)
+      throw std::invalid_argument("quantize_ref: nvfp4:4over6 is E2M1 with nearest rounding only");
+    return quantize_nvfp4_4over6_ref(x, tile_rows, tile_cols);
+  }
   const Eigen::Index grid_rows = (x.rows() + tile_rows - 1) / tile_rows;
   const Eigen::Index grid_cols = (x.cols() + tile_cols - 1) / tile_cols;
   Eigen::MatrixXd amax = Eigen::MatrixXd::Zero(grid_rows, grid_cols);

@@ -98,7 +98,7 @@ int run_quantize(const QuantizeOptions& options) {
   const QuantizeJob job(o.request);  // format, scale rule, backend
   if (!o.global_scale_out.empty() && !scale_rule_math(job.scale_rule()).two_level)
     throw std::invalid_argument(std::string("--global-scale: scale rule ") + scale_rule_name(job.scale_rule()) +
-                                " has no per-tensor scale (only nvfp4 and nvfp4:torchao do)");
+                                " has no per-tensor scale (only nvfp4, nvfp4:torchao and nvfp4:4over6 do)");
   const Backend& backend = job.backend();
   for (const std::string* out : {&o.codes_out, &o.scales_out, &o.dequant_out, &o.global_scale_out})
     if (!out->empty()) require_writable_location(*out);  // refused before any work
@@ -180,7 +180,8 @@ Command add_quantize_command(CLI::App& app) {
   sub->add_option("--scale", o->request.scale,
                   "Scale rule, each a library's own arithmetic (kernels/scale_rules.hpp): fp32 (sf = amax / fmt_max), "
                   "pow2 (rounded up to a power of two), deepgemm, te, te-pow2, div (x / sf), mx (OCP MX FLOOR), "
-                  "mx:ceil, mx:even, mx:rceil (E8M0 scales), nvfp4, nvfp4:torchao (two-level, e2m1 only)")
+                  "mx:ceil, mx:even, mx:rceil (E8M0 scales), nvfp4, nvfp4:torchao (two-level, e2m1 only), nvfp4:4over6 "
+                  "(TE's per-block choice of the map-to-4 or map-to-6 scale; tile:1x16 or block:16x16)")
       ->capture_default_str();
   sub->add_option("--scheme", o->scheme,
                   "Format, granularity and scale rule in one word: deepseek (e4m3, tile:1x128, fp32), mxfp8 (e4m3, "

@@ -96,7 +96,7 @@ void add_quantize_bindings(py::module_& m) {
         "tile: granularity 'tensor' | 'row' | 'tile:1xT' (T along K) | 'block:BxB', T and B powers of two from "
         "16 to 512; format 'e4m3' | 'e5m2' | 'e2m1' | 'e3m2' | 'e2m3' (FP4/FP6 codes one per uint8); scale "
         "'fp32' (amax / fmt_max) | 'pow2' | 'deepgemm' | 'te' | 'te-pow2' | 'div' | 'mx' | 'mx:ceil' | 'mx:even' | "
-        "'mx:rceil' | 'nvfp4' | 'nvfp4:torchao' (each a library's own scale arithmetic); rounding 'nearest' | "
+        "'mx:rceil' | 'nvfp4' | 'nvfp4:torchao' | 'nvfp4:4over6' (each a library's own scale arithmetic); rounding 'nearest' | "
         "'stochastic' with seed (an int, 0 to 2^64 - 1; only with 'stochastic'). The same as `fp8lab quantize X "
         "--granularity G --format F --scale S --rounding R --seed N --codes ... --scales ...`.");
   m.def("dequantize", &dequantize, py::arg("q"),

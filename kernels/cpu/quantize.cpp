@@ -4,8 +4,10 @@
 #include <array>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cpu/cpu_isa.hpp"
+#include "kernels/cpu/quantize_nvfp4_4over6.hpp"
 
 namespace fp8lab::cpu {
 namespace {
@@ -84,8 +86,17 @@ void quantize_tiles(const float* x, QuantizedTensor& q) {
     const std::int64_t r0 = tr * q.tile_rows, r1 = std::min(q.rows, r0 + q.tile_rows);
     for (std::int64_t tc = 0; tc < q.scale_cols; ++tc) {
       const std::int64_t c0 = tc * q.tile_cols, c1 = std::min(q.cols, c0 + q.tile_cols);
-      const TileScale s = tile_scale(tile_amax(x, q.cols, r0, r1, c0, c1), rule, traits, q.tensor_scale);
-      q.scales[static_cast<std::size_t>(tr * q.scale_cols + tc)] = s.decode;
+      const float amax = tile_amax(x, q.cols, r0, r1, c0, c1);
+      float& scale = q.scales[static_cast<std::size_t>(tr * q.scale_cols + tc)];
+      if constexpr (std::is_same_v<F, E2M1>) {
+        if (rule == ScaleRule::nvfp4_4over6) {  // the block's scale depends on its elements' errors
+          scale = quantize_nvfp4_4over6_block(x, q.codes.data(), q.cols, r0, r1, c0, c1, amax, q.tensor_amax,
+                                              q.tensor_scale);
+          continue;
+        }
+      }
+      const TileScale s = tile_scale(amax, rule, traits, q.tensor_scale);
+      scale = s.decode;
       encode_tile<F>(x, q.codes.data(), q.cols, r0, r1, c0, c1, s.encode, apply, q.config.rounding);
     }
   }

@@ -182,6 +182,13 @@ PY
     "$fp8lab" quantize "$work/x.npy" --granularity row --rounding stochastic --seed 18446744073709551616
   expect_one_line_error "--seed: only --rounding stochastic takes a seed" \
     "$fp8lab" quantize "$work/x.npy" --granularity row --seed 3
+  # nvfp4:4over6: TE's 1x16 / 16x16 blocks only, nearest rounding only.
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --format e2m1 --granularity block:16x16 --scale nvfp4:4over6 --json
+  grep -q '"tensor_scale"' "$work/out" || fail "nvfp4:4over6: the JSON report lacks the per-tensor scale"
+  expect_one_line_error "scale rule nvfp4:4over6 takes granularity tile:1x16 or block:16x16" \
+    "$fp8lab" quantize "$work/x.npy" --format e2m1 --granularity tile:1x32 --scale nvfp4:4over6
+  expect_one_line_error "scale rule nvfp4:4over6 rounds to nearest only" \
+    "$fp8lab" quantize "$work/x.npy" --format e2m1 --granularity tile:1x16 --scale nvfp4:4over6 --rounding stochastic
   # --scheme: format, granularity and rule in one word; it excludes the three options.
   expect_exit 0 "$fp8lab" quantize "$work/x.npy" --scheme mxfp4 --json
   for field in '"scheme": "mxfp4"' '"format": "e2m1"' '"scale_rule": "mx"' '"granularity": "tile:1x32"'; do
