@@ -12,10 +12,10 @@ namespace fp8lab {
 namespace {
 
 constexpr QuantizeScheme kSchemes[] = {
-    {"deepseek", "e4m3", "tile:1x128", "fp32"},
-    {"mxfp8", "e4m3", "tile:1x32", "mx:rceil"},
-    {"mxfp4", "e2m1", "tile:1x32", "mx"},
-    {"nvfp4", "e2m1", "tile:1x16", "nvfp4"},
+    {"deepseek", "e4m3", "tile:1x128", "block:128x128", "fp32"},
+    {"mxfp8", "e4m3", "tile:1x32", "tile:1x32", "mx:rceil"},
+    {"mxfp4", "e2m1", "tile:1x32", "tile:1x32", "mx"},
+    {"nvfp4", "e2m1", "tile:1x16", "block:16x16", "nvfp4"},
 };
 
 }  // namespace
@@ -30,6 +30,12 @@ const QuantizeScheme& find_scheme(std::string_view name) {
   for (const QuantizeScheme& s : kSchemes)
     if (name == s.name) return s;
   throw std::invalid_argument("scheme '" + std::string(name) + "' is not one of " + scheme_names());
+}
+
+const char* scheme_granularity(const QuantizeScheme& scheme, std::string_view operand) {
+  if (operand == "activation" || operand == "gradient") return scheme.granularity;
+  if (operand == "weight") return scheme.weight_granularity;
+  throw std::invalid_argument("--operand: operand '" + std::string(operand) + "' is not one of activation, gradient, weight");
 }
 
 namespace {

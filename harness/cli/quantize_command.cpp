@@ -26,6 +26,7 @@ struct QuantizeOptions {
   std::string tensor, name;
   std::vector<std::string> granularities;
   std::string scheme;
+  std::string operand;  // with --scheme: which of its granularities (activation, gradient, weight)
   std::optional<std::string> seed;  // parsed by parse_seed, so that a bad one is a one-line error naming --seed
   std::string codes_out, scales_out, dequant_out, global_scale_out;
   double rel_floor = -1;  // < 0: default_rel_floor (1% of the input's RMS)
@@ -71,6 +72,7 @@ void write_outputs(const QuantizeOptions& o, const GranularityResult& r, Pending
 // so), so a scheme is exactly what it names.
 QuantizeOptions with_scheme(QuantizeOptions o) {
   if (o.scheme.empty()) {
+    if (!o.operand.empty()) throw std::invalid_argument("--operand: only --scheme picks a granularity by operand");
     if (o.granularities.empty()) throw std::invalid_argument("--granularity is required (or --scheme)");
     return o;
   }
@@ -82,7 +84,7 @@ QuantizeOptions with_scheme(QuantizeOptions o) {
   }
   o.request.format = s->format;
   o.request.scale = s->scale;
-  o.granularities = {s->granularity};
+  o.granularities = {scheme_granularity(*s, o.operand.empty() ? "activation" : o.operand)};
   return o;
 }
 
@@ -113,6 +115,7 @@ int run_quantize(const QuantizeOptions& options) {
                            {"shape", {rows, cols}}, {"format", o.request.format}, {"scale_rule", o.request.scale},
                            {"backend", backend.name()},      {"rel_floor", floor},    {"results", nlohmann::json::array()}};
   if (!o.scheme.empty()) report["scheme"] = o.scheme;
+  if (!o.operand.empty()) report["operand"] = o.operand;
   report["rounding"] = rounding_mode_name(job.rounding().mode);
   if (job.rounding().mode == RoundingMode::stochastic) report["seed"] = job.rounding().seed;
   if (!o.json) {
@@ -184,8 +187,9 @@ Command add_quantize_command(CLI::App& app) {
                   "(TE's per-block choice of the map-to-4 or map-to-6 scale; tile:1x16 or block:16x16)")
       ->capture_default_str();
   sub->add_option("--scheme", o->scheme,
-                  "Format, granularity and scale rule in one word: deepseek (e4m3, tile:1x128, fp32), mxfp8 (e4m3, "
-                  "tile:1x32, mx:rceil), mxfp4 (e2m1, tile:1x32, mx), nvfp4 (e2m1, tile:1x16, nvfp4)")
+                  "Format, granularity and scale rule in one word: deepseek (e4m3, tile:1x128, weights block:128x128, "
+                  "fp32), mxfp8 (e4m3, tile:1x32, mx:rceil), mxfp4 (e2m1, tile:1x32, mx), nvfp4 (e2m1, tile:1x16, "
+                  "weights block:16x16, nvfp4); --operand picks the weights' granularity")
       ->excludes("--granularity")
       ->excludes("--scale")
       ->excludes("--format");
@@ -195,6 +199,9 @@ Command add_quantize_command(CLI::App& app) {
                   "and r * cols + c; kernels/formats/stochastic_rounding.hpp)")
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed of --rounding stochastic, 0 to 2^64 - 1 (default 0)");
+  sub->add_option("--operand", o->operand,
+                  "With --scheme: activation (default), gradient or weight; weights take the scheme's weight "
+                  "granularity (block:128x128 for deepseek, block:16x16 for nvfp4: TE's 2-D weight scaling)");
   sub->add_option("--codes", o->codes_out, "Write the FP8 codes (uint8, rows x cols) to this .npy");
   sub->add_option("--scales", o->scales_out, "Write the scales (float32, row-major over the tile grid) to this .npy");
   sub->add_option("--dequant", o->dequant_out, "Write the dequantized tensor (float32) to this .npy");

@@ -194,6 +194,19 @@ PY
   for field in '"scheme": "mxfp4"' '"format": "e2m1"' '"scale_rule": "mx"' '"granularity": "tile:1x32"'; do
     grep -qF "$field" "$work/out" || fail "--scheme mxfp4: the report lacks $field"
   done
+  # --operand weight: the scheme's weight blocks (nvfp4: TE's 16x16 2-D weight scaling).
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --scheme nvfp4 --operand weight --json
+  for field in '"operand": "weight"' '"granularity": "block:16x16"' '"scale_rule": "nvfp4"'; do
+    grep -qF "$field" "$work/out" || fail "--scheme nvfp4 --operand weight: the report lacks $field"
+  done
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --scheme nvfp4 --operand gradient --json
+  grep -qF '"granularity": "tile:1x16"' "$work/out" || fail "--scheme nvfp4 --operand gradient is not 1x16"
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --scheme deepseek --operand weight --json
+  grep -qF '"granularity": "block:128x128"' "$work/out" || fail "--scheme deepseek --operand weight is not 128x128"
+  expect_one_line_error "--operand: operand 'bias' is not one of activation, gradient, weight" \
+    "$fp8lab" quantize "$work/x.npy" --scheme nvfp4 --operand bias
+  expect_one_line_error "--operand: only --scheme picks a granularity by operand" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --operand weight
   expect_one_line_error "--scheme: scheme 'fp4' is not one of deepseek, mxfp8, mxfp4, nvfp4" \
     "$fp8lab" quantize "$work/x.npy" --scheme fp4
   expect_exit 2 "$fp8lab" quantize "$work/x.npy" --scheme nvfp4 --granularity row
