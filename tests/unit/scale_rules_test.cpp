@@ -147,8 +147,8 @@ TEST_CASE("nvfp4:4over6: worked blocks (TE defaults: MAE, E4M3 bound 256); map-t
   CHECK(q.scales[0] == 384.0f);
   CHECK(cpu::dequantize(q)[1] == 2.25f);
   CHECK(cpu::quantize(x, 1, 16, {ElementFormat::Kind::e2m1, Granularity::tile(16), ScaleRule::nvfp4}).scales[0] != 384.0f);
-  // [6, 4, 3]: exact under map-to-6 (s6 = 256, scale 2 after S_dec... codes 6, 4, 3 at unit scale);
-  // map-to-4 puts 4 at 2.67 -> 3 (error): the tie rule is not reached, map-to-6 wins.
+  // [6, 4, 3]: tensor amax 6, S_enc = 256, base = s6 = 256, element factor 1: 6, 4, 3 are codes
+  // exactly (error 0); map-to-4 (s4 = 384, factor 2/3) puts 4 at 2.67 -> 3, dequantized 4.5: map-to-6 wins.
   std::vector<float> y(16, 0.0f);
   y[0] = 6.0f;
   y[1] = 4.0f;
