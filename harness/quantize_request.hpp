@@ -5,6 +5,7 @@
 // CLI takes several, and neither front end has a default for it).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,22 +19,34 @@ struct QuantizeRequest {
   std::string format = "e4m3";
   std::string scale = "fp32";
   std::string backend = "auto";
+  std::string rounding = "nearest";  // or "stochastic" (kernels/formats/stochastic_rounding.hpp)
+  std::optional<std::uint64_t> seed = std::nullopt;  // stochastic only; 0 when not given
 };
 
-// A scheme sets format, granularity and scale rule in one word, as the libraries ship them:
-//   deepseek  e4m3, tile:1x128, fp32       (DeepSeek-V3 activations; its weights: block:128x128)
-//   mxfp8     e4m3, tile:1x32,  mx:rceil   (torchao / TE MXFP8)
-//   mxfp4     e2m1, tile:1x32,  mx         (OCP MX v1.0 FP4)
-//   nvfp4     e2m1, tile:1x16,  nvfp4      (TE NVFP4 activations and gradients; its weights: 16x16)
+// A seed as --seed / seed= take it: a whole number from 0 to 2^64 - 1, in decimal; throws
+// std::invalid_argument naming --seed.
+std::uint64_t parse_seed(std::string_view text);
+
+// A scheme sets format, granularity and scale rule in one word, as the libraries ship them; the
+// granularity depends on the operand (activations and gradients, or weights):
+//            format  activation, gradient   weight          rule
+//   deepseek  e4m3   tile:1x128             block:128x128   fp32      (DeepSeek-V3)
+//   mxfp8     e4m3   tile:1x32              tile:1x32       mx:rceil  (torchao / TE MXFP8)
+//   mxfp4     e2m1   tile:1x32              tile:1x32       mx        (OCP MX v1.0 FP4)
+//   nvfp4     e2m1   tile:1x16              block:16x16     nvfp4     (TE NVFP4: 2-D weight scaling)
 struct QuantizeScheme {
   const char* name;
   const char* format;
-  const char* granularity;
+  const char* granularity;         // activations and gradients
+  const char* weight_granularity;  // weights
   const char* scale;
 };
 // Throws std::invalid_argument listing the schemes.
 const QuantizeScheme& find_scheme(std::string_view name);
 std::string scheme_names();
+// The scheme's granularity for an operand: "activation", "gradient" or "weight"; throws
+// std::invalid_argument naming --operand and listing them.
+const char* scheme_granularity(const QuantizeScheme& scheme, std::string_view operand);
 
 class QuantizeJob {
  public:
@@ -42,6 +55,7 @@ class QuantizeJob {
 
   ElementFormat format() const { return format_; }
   ScaleRule scale_rule() const { return scale_rule_; }
+  Rounding rounding() const { return rounding_; }
   Backend& backend() const { return *backend_; }
 
   // x is rows x cols row-major.
@@ -51,6 +65,7 @@ class QuantizeJob {
  private:
   ElementFormat format_;
   ScaleRule scale_rule_;
+  Rounding rounding_;
   std::unique_ptr<Backend> backend_;
 };
 

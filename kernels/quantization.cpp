@@ -12,6 +12,16 @@ Fp8Format parse_fp8_format(std::string_view text) {
   throw std::invalid_argument("format '" + std::string(text) + "' is not one of e4m3, e5m2");
 }
 
+RoundingMode parse_rounding_mode(std::string_view text) {
+  if (text == "nearest") return RoundingMode::nearest;
+  if (text == "stochastic") return RoundingMode::stochastic;
+  throw std::invalid_argument("rounding '" + std::string(text) + "' is not one of nearest, stochastic");
+}
+
+const char* rounding_mode_name(RoundingMode mode) {
+  return mode == RoundingMode::stochastic ? "stochastic" : "nearest";
+}
+
 ElementFormat parse_element_format(std::string_view text) {
   using Kind = ElementFormat::Kind;
   for (const Kind kind : {Kind::e4m3, Kind::e5m2, Kind::e2m1, Kind::e3m2, Kind::e2m3})
@@ -109,6 +119,8 @@ QuantizedTensor make_quantized_tensor(std::int64_t rows, std::int64_t cols, cons
   q.tile_cols = config.granularity.tile_cols(cols);
   q.scale_rows = (rows + q.tile_rows - 1) / q.tile_rows;
   q.scale_cols = (cols + q.tile_cols - 1) / q.tile_cols;
+  check_rule_serves_tiles(config.scale_rule, config.granularity.tile_rows(rows), q.tile_cols,
+                          config.rounding.mode == RoundingMode::stochastic);
   q.codes.assign(static_cast<std::size_t>(elements), 0);
   q.scales.assign(static_cast<std::size_t>(q.scale_rows * q.scale_cols), 1.0f);
   return q;

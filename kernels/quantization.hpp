@@ -18,11 +18,17 @@
 
 #include "kernels/formats/element_format.hpp"
 #include "kernels/formats/float_formats.hpp"
+#include "kernels/formats/stochastic_rounding.hpp"
 #include "kernels/scale_rules.hpp"
 
 namespace fp8lab {
 
 Fp8Format parse_fp8_format(std::string_view text);   // throws std::invalid_argument
+
+// "nearest", "stochastic" (kernels/formats/stochastic_rounding.hpp); throws std::invalid_argument
+// listing them.
+RoundingMode parse_rounding_mode(std::string_view text);
+const char* rounding_mode_name(RoundingMode mode);
 
 struct Granularity {
   enum class Kind { tensor, row, tile, block };
@@ -49,6 +55,7 @@ struct QuantizeConfig {
   ElementFormat format = Fp8Format::e4m3;
   Granularity granularity = Granularity::tile(128);
   ScaleRule scale_rule = ScaleRule::fp32;
+  Rounding rounding = {};  // of the scaled elements: nearest (RNE) unless stochastic with a seed
 };
 
 struct QuantizedTensor {

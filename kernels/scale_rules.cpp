@@ -8,7 +8,7 @@
 namespace fp8lab {
 namespace {
 
-constexpr std::array<std::pair<ScaleRule, const char*>, 12> kNames = {{
+constexpr std::array<std::pair<ScaleRule, const char*>, 13> kNames = {{
     {ScaleRule::fp32, "fp32"},
     {ScaleRule::pow2, "pow2"},
     {ScaleRule::deepgemm, "deepgemm"},
@@ -21,6 +21,7 @@ constexpr std::array<std::pair<ScaleRule, const char*>, 12> kNames = {{
     {ScaleRule::mx_rceil, "mx:rceil"},
     {ScaleRule::nvfp4, "nvfp4"},
     {ScaleRule::nvfp4_torchao, "nvfp4:torchao"},
+    {ScaleRule::nvfp4_4over6, "nvfp4:4over6"},
 }};
 
 }  // namespace
@@ -57,6 +58,17 @@ void check_rule_serves_format(ScaleRule rule, ElementFormat format) {
     throw std::invalid_argument(std::string("scale rule ") + scale_rule_name(rule) + " needs format e2m1, not " +
                                 format.name() + " (its E4M3 block scales and 448 * 6 per-tensor scale are sized for "
                                 "E2M1's maximum 6)");
+}
+
+void check_rule_serves_tiles(ScaleRule rule, std::int64_t tile_rows, std::int64_t tile_cols, bool stochastic) {
+  if (rule != ScaleRule::nvfp4_4over6) return;
+  if (!(tile_cols == 16 && (tile_rows == 1 || tile_rows == 16)))
+    throw std::invalid_argument("scale rule nvfp4:4over6 takes granularity tile:1x16 or block:16x16 (Transformer "
+                                "Engine's 1-D and 2-D NVFP4 blocks), not " + std::to_string(tile_rows) + "x" +
+                                std::to_string(tile_cols) + " tiles");
+  if (stochastic)
+    throw std::invalid_argument("scale rule nvfp4:4over6 rounds to nearest only (Transformer Engine refuses "
+                                "stochastic rounding with 4over6): use --rounding nearest");
 }
 
 }  // namespace fp8lab

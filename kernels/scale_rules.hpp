@@ -39,6 +39,7 @@ enum class ScaleRule : std::uint8_t {
   mx_rceil,       // `mx:rceil`: torchao RCEIL = TE MXFP8 (cvt.rp ue8m0).
   nvfp4,          // `nvfp4`: TE NVFP4, two levels (per-tensor FP32, per-block E4M3).
   nvfp4_torchao,  // `nvfp4:torchao`: torchao NVFP4 two-level scaling.
+  nvfp4_4over6,   // `nvfp4:4over6`: TE NVFP4 "4over6", per block the better of two scales (kernels/nvfp4_4over6.hpp).
 };
 
 enum class ScaleFromAmax : std::uint8_t {
@@ -53,6 +54,7 @@ enum class ScaleFromAmax : std::uint8_t {
   e8m0_rceil,        // mx:rceil
   nvfp4_te,          // nvfp4
   nvfp4_torchao,     // nvfp4:torchao
+  nvfp4_4over6,      // nvfp4:4over6 (the map-to-6 candidate here; the choice needs the elements)
 };
 
 enum class ApplyScale : std::uint8_t { multiply, divide };
@@ -78,6 +80,7 @@ FP8LAB_HD constexpr ScaleRuleMath scale_rule_math(ScaleRule rule) {
     case ScaleRule::mx_rceil: return {ScaleFromAmax::e8m0_rceil, ApplyScale::multiply, false};
     case ScaleRule::nvfp4: return {ScaleFromAmax::nvfp4_te, ApplyScale::multiply, true};
     case ScaleRule::nvfp4_torchao: return {ScaleFromAmax::nvfp4_torchao, ApplyScale::divide, true};
+    case ScaleRule::nvfp4_4over6: return {ScaleFromAmax::nvfp4_4over6, ApplyScale::multiply, true};
   }
   return {ScaleFromAmax::ratio, ApplyScale::multiply, false};
 }
@@ -200,18 +203,35 @@ FP8LAB_HD constexpr TileScale nvfp4_torchao_scale(float amax, ElementTraits f, T
   return {s_b, t.decode * s_b};
 }
 
+// TE NVFP4 4over6 (common/cast/nvfp4/quantize_4over6_nvfp4.cuh compute_scale_pair): the two
+// candidate block scales, map-to-4 and map-to-6, from base = fl32(fl32(amax / 6) * S_enc):
+// s = E4M3(fminf(base * {1.5, 1}, 448)), enc = fminf(fl32(1 / fl32(s * fl32(1 / S_enc))), FLT_MAX).
+struct FourOverSixCandidates {
+  TileScale map4, map6;
+};
+FP8LAB_HD constexpr float e4m3_block_scale(float v) {
+  return decode<E4M3>(encode<E4M3>(v <= 448.0f ? v : 448.0f));  // fminf(v, 448): a NaN gives 448
+}
+FP8LAB_HD constexpr FourOverSixCandidates nvfp4_4over6_candidates(float amax, ElementTraits f, TensorScale t) {
+  const float base = (amax / f.max_finite) * t.encode;
+  const float s4 = e4m3_block_scale(base * 1.5f), s6 = e4m3_block_scale(base);
+  return {{s4, min_flt_max(1.0f / (s4 * t.decode))}, {s6, min_flt_max(1.0f / (s6 * t.decode))}};
+}
+
 }  // namespace scale_detail
 
 // The per-tensor level of a two-level rule from the tensor's amax (for others {1, 1}).
 // nvfp4 (TE compute_global_encode_scaling_factor_FP4): S_enc = fminf(fl32(448 * 6 / amax), FLT_MAX),
 //   1 when amax = 0 or S_enc = 0 (inf amax); the decode factor is fl32(1 / S_enc). A NaN amax
-//   gives FLT_MAX (fminf drops the NaN), as TE.
+//   gives FLT_MAX (fminf drops the NaN), as TE. nvfp4:4over6 the same with 256 * 6 (TE's 4over6
+//   default E4M3 bound 256, leaving the map-to-4 scale its 1.5x of headroom).
 // nvfp4:torchao (per_tensor_amax_to_scale): per_tensor_scale = fl32(amax / (448 * 6)). fp8lab's
 //   choice: an all-zero tensor gets 1 (torchao divides by 0 there and gets NaN scales).
 FP8LAB_HD constexpr TensorScale tensor_scale(float tensor_amax, ScaleRule rule, ElementTraits f) {
-  const float levels = 448.0f * f.max_finite;  // E4M3 block-scale max x element max = 2688 for E2M1
   const ScaleFromAmax from = scale_rule_math(rule).scale_from;
-  if (from == ScaleFromAmax::nvfp4_te) {
+  // E4M3 block-scale bound x element max: 2688 for E2M1 (1536 under 4over6)
+  const float levels = (from == ScaleFromAmax::nvfp4_4over6 ? 256.0f : 448.0f) * f.max_finite;
+  if (from == ScaleFromAmax::nvfp4_te || from == ScaleFromAmax::nvfp4_4over6) {
     float s_enc = scale_detail::min_flt_max(levels / tensor_amax);
     if (tensor_amax == 0.0f || s_enc == 0.0f) s_enc = 1.0f;
     return {s_enc, 1.0f / s_enc};
@@ -241,6 +261,7 @@ FP8LAB_HD constexpr TileScale tile_scale(float amax, ScaleRule rule, ElementTrai
     case ScaleFromAmax::e8m0_rceil: return mx_scale(amax, from, f);
     case ScaleFromAmax::nvfp4_te: return nvfp4_te_scale(amax, f, t);
     case ScaleFromAmax::nvfp4_torchao: return nvfp4_torchao_scale(amax, f, t);
+    case ScaleFromAmax::nvfp4_4over6: return nvfp4_4over6_candidates(amax, f, t).map6;
   }
   return {1.0f, 1.0f};
 }
@@ -257,7 +278,7 @@ static_assert(scale_detail::mx_scale_code(150.0f, ScaleFromAmax::e8m0_ceil, elem
 static_assert(scale_detail::mx_scale_code(150.0f, ScaleFromAmax::e8m0_floor, element_traits_of<E4M3>()) == 126);
 
 // Names, in the spelling of --scale / scale = / scale=: "fp32", "pow2", "deepgemm", "te",
-// "te-pow2", "div", "mx", "mx:ceil", "mx:even", "mx:rceil", "nvfp4", "nvfp4:torchao".
+// "te-pow2", "div", "mx", "mx:ceil", "mx:even", "mx:rceil", "nvfp4", "nvfp4:torchao", "nvfp4:4over6".
 const char* scale_rule_name(ScaleRule rule);
 // Throws std::invalid_argument listing the valid names.
 ScaleRule parse_scale_rule(std::string_view text);
@@ -269,5 +290,9 @@ std::string scale_rule_names();
 // Throws std::invalid_argument when the rule cannot serve the format (the nvfp4 rules take
 // E2M1 only: their block scale is an E4M3 sized for E2M1's 6); every other pair is served.
 void check_rule_serves_format(ScaleRule rule, ElementFormat format);
+// Throws std::invalid_argument when the rule cannot take this tile shape (tile_rows x tile_cols)
+// or rounding: nvfp4:4over6 takes TE's 1x16 and 16x16 blocks only, and nearest rounding only
+// (TE refuses stochastic rounding with 4over6). Every other rule takes every tile and rounding.
+void check_rule_serves_tiles(ScaleRule rule, std::int64_t tile_rows, std::int64_t tile_cols, bool stochastic);
 
 }  // namespace fp8lab

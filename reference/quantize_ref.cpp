@@ -1,7 +1,10 @@
 #include "reference/quantize_ref.hpp"
 
 #include <cmath>
+#include <stdexcept>
 #include <vector>
+
+#include "reference/nvfp4_4over6_ref.hpp"
 
 namespace fp8lab::ref {
 namespace {
@@ -13,7 +16,12 @@ double to_fp32(double v) { return fl32(v); }
 }  // namespace
 
 QuantizedRef quantize_ref(const Eigen::MatrixXd& x, Eigen::Index tile_rows, Eigen::Index tile_cols,
-                          const FormatDefinition& format, ScaleRuleRef rule) {
+                          const FormatDefinition& format, ScaleRuleRef rule, const RoundingRef& rounding) {
+  if (rule == ScaleRuleRef::nvfp4_4over6) {  // a block's scale depends on its elements' errors
+    if (rounding.stochastic || format.name != e2m1().name)
+      throw std::invalid_argument("quantize_ref: nvfp4:4over6 is E2M1 with nearest rounding only");
+    return quantize_nvfp4_4over6_ref(x, tile_rows, tile_cols);
+  }
   const Eigen::Index grid_rows = (x.rows() + tile_rows - 1) / tile_rows;
   const Eigen::Index grid_cols = (x.cols() + tile_cols - 1) / tile_cols;
   Eigen::MatrixXd amax = Eigen::MatrixXd::Zero(grid_rows, grid_cols);
@@ -42,7 +50,8 @@ QuantizedRef quantize_ref(const Eigen::MatrixXd& x, Eigen::Index tile_rows, Eige
     for (Eigen::Index j = 0; j < x.cols(); ++j) {
       const TileScaleRef& s = tile[static_cast<std::size_t>((i / tile_rows) * grid_cols + j / tile_cols)];
       const double scaled = s.divide ? to_fp32(x(i, j) / s.encode) : to_fp32(x(i, j) * s.encode);
-      const double q = round_to_format(scaled, format, /*saturate=*/true);
+      const auto index = static_cast<std::uint64_t>(i * x.cols() + j);
+      const double q = round_element_ref(scaled, format, rounding, index);
       out.codes(i, j) = code_of_value(q, format);
       // Dequantize the code's value: a format without NaN holds a NaN input as -0 (its contract).
       const double held = std::isnan(q) && !format.has_nan ? -0.0 : q;

@@ -13,6 +13,7 @@
 
 #include "reference/float_formats_ref.hpp"
 #include "reference/scale_rules_ref.hpp"
+#include "reference/stochastic_rounding_ref.hpp"
 
 namespace fp8lab::ref {
 
@@ -25,9 +26,10 @@ struct QuantizedRef {
   TensorScaleRef tensor_scale;  // {1, 1} but for the two-level rules
 };
 
-// x must hold FP32 values (the operand as the kernel sees it).
+// x must hold FP32 values (the operand as the kernel sees it). rounding: of the scaled elements,
+// nearest or stochastic (element (i, j) draws with index i * cols + j).
 QuantizedRef quantize_ref(const Eigen::MatrixXd& x, Eigen::Index tile_rows, Eigen::Index tile_cols,
-                          const FormatDefinition& format, ScaleRuleRef rule);
+                          const FormatDefinition& format, ScaleRuleRef rule, const RoundingRef& rounding = {});
 
 // The backward re-quantization from the math: dequantize 1xT tiles, transpose, quantize
 // again with 1xT tiles along the transposed rows. Returns the quantization of x'^T.

@@ -80,6 +80,15 @@ TileScaleRef nvfp4_torchao_rule(double amax, const FormatDefinition& f, const Te
 
 }  // namespace
 
+TileScaleRef nvfp4_4over6_candidate_ref(double amax, const FormatDefinition& f, const TensorScaleRef& t, bool map_to_4) {
+  const double base = fl32(fl32(amax / f.max_finite) * t.encode);
+  double v = map_to_4 ? fl32(base * 1.5) : base;
+  if (std::isnan(v) || v > 448.0) v = 448.0;  // fminf(v, 448)
+  const double s = round_e4m3(v);
+  const double d = fl32(s * t.decode);
+  return {s, d == 0.0 ? kFltMax : std::min(fl32(1.0 / d), kFltMax), false};
+}
+
 double fl32(double v) {
   const volatile float rounded = static_cast<float>(v);
   return rounded;
@@ -98,6 +107,7 @@ ScaleRuleRef scale_rule_ref_named(const std::string& name) {
   if (name == "mx:rceil") return ScaleRuleRef::mx_rceil;
   if (name == "nvfp4") return ScaleRuleRef::nvfp4_te;
   if (name == "nvfp4:torchao") return ScaleRuleRef::nvfp4_torchao;
+  if (name == "nvfp4:4over6") return ScaleRuleRef::nvfp4_4over6;
   throw std::invalid_argument("reference: no scale rule named '" + name + "'");
 }
 
@@ -128,8 +138,9 @@ int mx_exponent_ref(double amax, ScaleRuleRef rule, const FormatDefinition& f) {
 }
 
 TensorScaleRef tensor_scale_ref(double tensor_amax, ScaleRuleRef rule, const FormatDefinition& element) {
-  const double levels = 448.0 * element.max_finite;
-  if (rule == ScaleRuleRef::nvfp4_te) {
+  // 4over6: TE's default E4M3 bound 256 instead of 448 (room for the map-to-4 scale).
+  const double levels = (rule == ScaleRuleRef::nvfp4_4over6 ? 256.0 : 448.0) * element.max_finite;
+  if (rule == ScaleRuleRef::nvfp4_te || rule == ScaleRuleRef::nvfp4_4over6) {
     double s_enc = std::isnan(tensor_amax) ? kFltMax : std::min(fl32(levels / tensor_amax), kFltMax);
     if (tensor_amax == 0.0 || s_enc == 0.0) s_enc = 1.0;
     return {s_enc, fl32(1.0 / s_enc)};
@@ -156,6 +167,7 @@ TileScaleRef tile_scale_ref(double amax, ScaleRuleRef rule, const FormatDefiniti
     case ScaleRuleRef::mx_rceil: return mx_rule(amax, rule, element);
     case ScaleRuleRef::nvfp4_te: return nvfp4_te_rule(amax, element, tensor);
     case ScaleRuleRef::nvfp4_torchao: return nvfp4_torchao_rule(amax, element, tensor);
+    case ScaleRuleRef::nvfp4_4over6: return nvfp4_4over6_candidate_ref(amax, element, tensor, /*map_to_4=*/false);
   }
   throw std::invalid_argument("tile_scale_ref: unknown rule");
 }

@@ -28,6 +28,7 @@ enum class ScaleRuleRef {
   fp32, pow2, deepgemm, te, te_pow2, div,
   mx_floor, mx_ceil, mx_even, mx_rceil,
   nvfp4_te, nvfp4_torchao,
+  nvfp4_4over6,  // tile_scale_ref gives its map-to-6 candidate; the choice: reference/nvfp4_4over6_ref
 };
 
 // The rule named as on the command line ("fp32", "te-pow2", "mx:rceil", "nvfp4:torchao", ...);
@@ -51,6 +52,12 @@ TensorScaleRef tensor_scale_ref(double tensor_amax, ScaleRuleRef rule, const For
 // A tile's scale from its amax (an FP32 value, max |x| over the tile).
 TileScaleRef tile_scale_ref(double amax, ScaleRuleRef rule, const FormatDefinition& element,
                             const TensorScaleRef& tensor = {});
+
+// nvfp4:4over6's candidate block scale (TE quantize_4over6_nvfp4.cuh): base = fl32(fl32(amax / 6)
+// * S_enc); s = E4M3(min(base (map to 6) or fl32(1.5 base) (map to 4), 448)); encode =
+// min(fl32(1 / fl32(s * S_dec)), FLT_MAX), FLT_MAX when s * S_dec is 0.
+TileScaleRef nvfp4_4over6_candidate_ref(double amax, const FormatDefinition& element, const TensorScaleRef& tensor,
+                                        bool map_to_4);
 
 // The E8M0 exponent e of an MX rule's scale 2^e, in [-127, 127]; the rule's choices for zero
 // amax (-127) are applied here; a NaN or infinite amax has no exponent (the scale is NaN).

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -25,6 +26,8 @@ struct QuantizeOptions {
   std::string tensor, name;
   std::vector<std::string> granularities;
   std::string scheme;
+  std::string operand;  // with --scheme: which of its granularities (activation, gradient, weight)
+  std::optional<std::string> seed;  // parsed by parse_seed, so that a bad one is a one-line error naming --seed
   std::string codes_out, scales_out, dequant_out, global_scale_out;
   double rel_floor = -1;  // < 0: default_rel_floor (1% of the input's RMS)
   bool json = false;
@@ -69,6 +72,7 @@ void write_outputs(const QuantizeOptions& o, const GranularityResult& r, Pending
 // so), so a scheme is exactly what it names.
 QuantizeOptions with_scheme(QuantizeOptions o) {
   if (o.scheme.empty()) {
+    if (!o.operand.empty()) throw std::invalid_argument("--operand: only --scheme picks a granularity by operand");
     if (o.granularities.empty()) throw std::invalid_argument("--granularity is required (or --scheme)");
     return o;
   }
@@ -80,12 +84,13 @@ QuantizeOptions with_scheme(QuantizeOptions o) {
   }
   o.request.format = s->format;
   o.request.scale = s->scale;
-  o.granularities = {s->granularity};
+  o.granularities = {scheme_granularity(*s, o.operand.empty() ? "activation" : o.operand)};
   return o;
 }
 
 int run_quantize(const QuantizeOptions& options) {
-  const QuantizeOptions o = with_scheme(options);
+  QuantizeOptions o = with_scheme(options);
+  if (o.seed) o.request.seed = parse_seed(*o.seed);
   std::vector<Granularity> granularities;
   for (const std::string& g : o.granularities) granularities.push_back(Granularity::parse(g));
   const bool writes_files =
@@ -95,7 +100,7 @@ int run_quantize(const QuantizeOptions& options) {
   const QuantizeJob job(o.request);  // format, scale rule, backend
   if (!o.global_scale_out.empty() && !scale_rule_math(job.scale_rule()).two_level)
     throw std::invalid_argument(std::string("--global-scale: scale rule ") + scale_rule_name(job.scale_rule()) +
-                                " has no per-tensor scale (only nvfp4 and nvfp4:torchao do)");
+                                " has no per-tensor scale (only nvfp4, nvfp4:torchao and nvfp4:4over6 do)");
   const Backend& backend = job.backend();
   for (const std::string* out : {&o.codes_out, &o.scales_out, &o.dequant_out, &o.global_scale_out})
     if (!out->empty()) require_writable_location(*out);  // refused before any work
@@ -110,10 +115,17 @@ int run_quantize(const QuantizeOptions& options) {
                            {"shape", {rows, cols}}, {"format", o.request.format}, {"scale_rule", o.request.scale},
                            {"backend", backend.name()},      {"rel_floor", floor},    {"results", nlohmann::json::array()}};
   if (!o.scheme.empty()) report["scheme"] = o.scheme;
+  if (!o.operand.empty()) report["operand"] = o.operand;
+  report["rounding"] = rounding_mode_name(job.rounding().mode);
+  if (job.rounding().mode == RoundingMode::stochastic) report["seed"] = job.rounding().seed;
   if (!o.json) {
-    std::printf("%s%s%s: %lldx%lld %s -> %s, scale rule %s, %s backend\n", o.tensor.c_str(), o.name.empty() ? "" : ":",
-                o.name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols), dtype_name(operand.dtype),
-                o.request.format.c_str(), o.request.scale.c_str(), backend.name().c_str());
+    const std::string rounding = job.rounding().mode == RoundingMode::stochastic
+                                     ? ", stochastic rounding (seed " + std::to_string(job.rounding().seed) + ")"
+                                     : "";
+    std::printf("%s%s%s: %lldx%lld %s -> %s, scale rule %s%s, %s backend\n", o.tensor.c_str(),
+                o.name.empty() ? "" : ":", o.name.c_str(), static_cast<long long>(rows), static_cast<long long>(cols),
+                dtype_name(operand.dtype), o.request.format.c_str(), o.request.scale.c_str(), rounding.c_str(),
+                backend.name().c_str());
     std::printf("dequantized vs input; max_rel over |x| > %.4g%s\n", floor,
                 o.rel_floor < 0 ? " (1% of the input's RMS)" : "");
     std::printf("%-14s %-11s %10s %9s %11s %10s %10s %10s %9s\n", "granularity", "scales", "rel_frob", "sqnr_db",
@@ -171,14 +183,25 @@ Command add_quantize_command(CLI::App& app) {
   sub->add_option("--scale", o->request.scale,
                   "Scale rule, each a library's own arithmetic (kernels/scale_rules.hpp): fp32 (sf = amax / fmt_max), "
                   "pow2 (rounded up to a power of two), deepgemm, te, te-pow2, div (x / sf), mx (OCP MX FLOOR), "
-                  "mx:ceil, mx:even, mx:rceil (E8M0 scales), nvfp4, nvfp4:torchao (two-level, e2m1 only)")
+                  "mx:ceil, mx:even, mx:rceil (E8M0 scales), nvfp4, nvfp4:torchao (two-level, e2m1 only), nvfp4:4over6 "
+                  "(TE's per-block choice of the map-to-4 or map-to-6 scale; tile:1x16 or block:16x16)")
       ->capture_default_str();
   sub->add_option("--scheme", o->scheme,
-                  "Format, granularity and scale rule in one word: deepseek (e4m3, tile:1x128, fp32), mxfp8 (e4m3, "
-                  "tile:1x32, mx:rceil), mxfp4 (e2m1, tile:1x32, mx), nvfp4 (e2m1, tile:1x16, nvfp4)")
+                  "Format, granularity and scale rule in one word: deepseek (e4m3, tile:1x128, weights block:128x128, "
+                  "fp32), mxfp8 (e4m3, tile:1x32, mx:rceil), mxfp4 (e2m1, tile:1x32, mx), nvfp4 (e2m1, tile:1x16, "
+                  "weights block:16x16, nvfp4); --operand picks the weights' granularity")
       ->excludes("--granularity")
       ->excludes("--scale")
       ->excludes("--format");
+  sub->add_option("--rounding", o->request.rounding,
+                  "Rounding of the scaled elements: nearest (RNE) or stochastic (element (r, c) rounds up with "
+                  "probability proportional to its distance from the value below, its draw from SplitMix64 of --seed "
+                  "and r * cols + c; kernels/formats/stochastic_rounding.hpp)")
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "Seed of --rounding stochastic, 0 to 2^64 - 1 (default 0)");
+  sub->add_option("--operand", o->operand,
+                  "With --scheme: activation (default), gradient or weight; weights take the scheme's weight "
+                  "granularity (block:128x128 for deepseek, block:16x16 for nvfp4: TE's 2-D weight scaling)");
   sub->add_option("--codes", o->codes_out, "Write the FP8 codes (uint8, rows x cols) to this .npy");
   sub->add_option("--scales", o->scales_out, "Write the scales (float32, row-major over the tile grid) to this .npy");
   sub->add_option("--dequant", o->dequant_out, "Write the dequantized tensor (float32) to this .npy");

@@ -1,6 +1,8 @@
 // fp8lab.quantize / fp8lab.dequantize and the Quantized result (codes + scales).
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "harness/python/array_conversion.hpp"
 #include "harness/python/bindings.hpp"
 #include "harness/quantize_request.hpp"
@@ -9,10 +11,19 @@
 namespace fp8lab::python {
 namespace {
 
+// seed=: None or a Python int from 0 to 2^64 - 1 (parse_seed's message for anything else).
+std::optional<std::uint64_t> seed_of(const py::object& seed) {
+  if (seed.is_none()) return std::nullopt;
+  if (!py::isinstance<py::int_>(seed) || py::isinstance<py::bool_>(seed))
+    throw std::invalid_argument("--seed: '" + std::string(py::str(seed)) + "' is not a whole number from 0 to 2^64 - 1");
+  return parse_seed(std::string(py::str(seed)));
+}
+
 QuantizedTensor quantize(const py::object& x, const std::string& granularity, const std::string& format,
-                         const std::string& scale, const std::string& backend) {
+                         const std::string& scale, const std::string& backend, const std::string& rounding,
+                         const py::object& seed) {
   const Granularity g = Granularity::parse(granularity);  // first, as the CLI parses --granularity first
-  const QuantizeJob job(QuantizeRequest{format, scale, backend});
+  const QuantizeJob job(QuantizeRequest{format, scale, backend, rounding, seed_of(seed)});
   const FlatArray<float> values = float32_matrix(x, "x");
   py::gil_scoped_release unlocked;
   return job.quantize(values.values, values.shape[0], values.shape[1], g);
@@ -61,6 +72,11 @@ void add_quantize_bindings(py::module_& m) {
                              [](const QuantizedTensor& q) { return q.config.granularity.to_string(); })
       .def_property_readonly("scale_rule",
                              [](const QuantizedTensor& q) { return scale_rule_name(q.config.scale_rule); })
+      .def_property_readonly("rounding",
+                             [](const QuantizedTensor& q) { return rounding_mode_name(q.config.rounding.mode); })
+      .def_property_readonly(
+          "seed", [](const QuantizedTensor& q) { return q.config.rounding.seed; },
+          "the seed of stochastic rounding (0 under nearest)")
       .def_property_readonly(
           "tensor_scale", [](const QuantizedTensor& q) { return q.tensor_scale.decode; },
           "the per-tensor decode factor of the two-level nvfp4 rules (1.0 otherwise): x ~ decode(code) * "
@@ -75,13 +91,14 @@ void add_quantize_bindings(py::module_& m) {
 
   m.def("quantize", &quantize, py::arg("x"), py::arg("granularity"), py::kw_only(),
         py::arg("format") = defaults.format, py::arg("scale") = defaults.scale,
-        py::arg("backend") = defaults.backend,
+        py::arg("backend") = defaults.backend, py::arg("rounding") = defaults.rounding, py::arg("seed") = py::none(),
         "Quantize a 2-D tensor x (rows = tokens or output channels, columns along K) to FP8 with one scale per "
         "tile: granularity 'tensor' | 'row' | 'tile:1xT' (T along K) | 'block:BxB', T and B powers of two from "
         "16 to 512; format 'e4m3' | 'e5m2' | 'e2m1' | 'e3m2' | 'e2m3' (FP4/FP6 codes one per uint8); scale "
         "'fp32' (amax / fmt_max) | 'pow2' | 'deepgemm' | 'te' | 'te-pow2' | 'div' | 'mx' | 'mx:ceil' | 'mx:even' | "
-        "'mx:rceil' | 'nvfp4' | 'nvfp4:torchao' (each a library's own scale arithmetic). The same as `fp8lab "
-        "quantize X --granularity G --format F --scale S --codes ... --scales ...`.");
+        "'mx:rceil' | 'nvfp4' | 'nvfp4:torchao' | 'nvfp4:4over6' (each a library's own scale arithmetic); rounding 'nearest' | "
+        "'stochastic' with seed (an int, 0 to 2^64 - 1; only with 'stochastic'). The same as `fp8lab quantize X "
+        "--granularity G --format F --scale S --rounding R --seed N --codes ... --scales ...`.");
   m.def("dequantize", &dequantize, py::arg("q"),
         "float32 fl32(decode(code) * scale) of a Quantized, as `fp8lab quantize --dequant` writes it");
 }

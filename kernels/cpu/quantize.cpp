@@ -4,8 +4,10 @@
 #include <array>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cpu/cpu_isa.hpp"
+#include "kernels/cpu/quantize_nvfp4_4over6.hpp"
 
 namespace fp8lab::cpu {
 namespace {
@@ -39,9 +41,32 @@ void encode_tile_as(const float* x, std::uint8_t* codes, std::int64_t ld, std::i
   }
 }
 
+// Stochastic rounding (kernels/formats/stochastic_rounding.hpp): element (r, c)'s draw comes
+// from (seed, r * cols + c) alone, so the codes do not depend on the order tiles are visited in.
+template <class F, ApplyScale kApply>
+void encode_tile_stochastic_as(const float* x, std::uint8_t* codes, std::int64_t ld, std::int64_t r0,
+                               std::int64_t r1, std::int64_t c0, std::int64_t c1, float encode_factor,
+                               std::uint64_t seed) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const float* in = x + r * ld;
+    std::uint8_t* out = codes + r * ld;
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::uint32_t u = stochastic_draw(seed, static_cast<std::uint64_t>(r * ld + c));
+      out[c] = static_cast<std::uint8_t>(encode_stochastic<F>(scaled_element(in[c], encode_factor, kApply), u));
+    }
+  }
+}
+
 template <class F>
 void encode_tile(const float* x, std::uint8_t* codes, std::int64_t ld, std::int64_t r0, std::int64_t r1,
-                 std::int64_t c0, std::int64_t c1, float encode_factor, ApplyScale apply) {
+                 std::int64_t c0, std::int64_t c1, float encode_factor, ApplyScale apply, Rounding rounding) {
+  if (rounding.mode == RoundingMode::stochastic) {
+    if (apply == ApplyScale::divide)
+      encode_tile_stochastic_as<F, ApplyScale::divide>(x, codes, ld, r0, r1, c0, c1, encode_factor, rounding.seed);
+    else
+      encode_tile_stochastic_as<F, ApplyScale::multiply>(x, codes, ld, r0, r1, c0, c1, encode_factor, rounding.seed);
+    return;
+  }
   if (apply == ApplyScale::divide)
     encode_tile_as<F, ApplyScale::divide>(x, codes, ld, r0, r1, c0, c1, encode_factor);
   else
@@ -58,9 +83,18 @@ void quantize_tiles(const float* x, QuantizedTensor& q, std::int64_t tr_begin, s
     const std::int64_t r0 = tr * q.tile_rows, r1 = std::min(q.rows, r0 + q.tile_rows);
     for (std::int64_t tc = 0; tc < q.scale_cols; ++tc) {
       const std::int64_t c0 = tc * q.tile_cols, c1 = std::min(q.cols, c0 + q.tile_cols);
-      const TileScale s = tile_scale(tile_amax(x, q.cols, r0, r1, c0, c1), rule, traits, q.tensor_scale);
-      q.scales[static_cast<std::size_t>(tr * q.scale_cols + tc)] = s.decode;
-      encode_tile<F>(x, q.codes.data(), q.cols, r0, r1, c0, c1, s.encode, apply);
+      const float amax = tile_amax(x, q.cols, r0, r1, c0, c1);
+      float& scale = q.scales[static_cast<std::size_t>(tr * q.scale_cols + tc)];
+      if constexpr (std::is_same_v<F, E2M1>) {
+        if (rule == ScaleRule::nvfp4_4over6) {  // the block's scale depends on its elements' errors
+          scale = quantize_nvfp4_4over6_block(x, q.codes.data(), q.cols, r0, r1, c0, c1, amax, q.tensor_amax,
+                                              q.tensor_scale);
+          continue;
+        }
+      }
+      const TileScale s = tile_scale(amax, rule, traits, q.tensor_scale);
+      scale = s.decode;
+      encode_tile<F>(x, q.codes.data(), q.cols, r0, r1, c0, c1, s.encode, apply, q.config.rounding);
     }
   }
 }

@@ -7,7 +7,9 @@
 //          tensor's amax first gives tensor_scale (kernels/scale_rules.hpp)
 //   {decode, encode} = tile_scale(amax, rule, format traits, tensor scale)
 //   q    = cvt_rn_satfinite(fl32(x * encode)), or of fl32(x / encode) for rules that divide;
-//          for fp32 and pow2 encode = fl32(1 / sf), the historical q = x * fl32(1 / sf)
+//          for fp32 and pow2 encode = fl32(1 / sf), the historical q = x * fl32(1 / sf);
+//          with config.rounding stochastic, that value is rounded stochastically instead, element
+//          (r, c) drawing from (seed, r * cols + c) (kernels/formats/stochastic_rounding.hpp)
 //   x'   = fl32(decode(q) * fl32(decode * tensor decode)) (the tensor factor is 1 but for nvfp4;
 //          dequantized, FP32 as a GPU holds it)
 // NaN in a tile makes its scale NaN (or as the rule defines, see scale_rules.hpp) and its

@@ -2,7 +2,8 @@
 // host+device code of kernels/scale_rules.hpp), q = satfinite RNE of fl32(x * encode) or
 // fl32(x / encode) as the rule says, x' = fl32(q * decode)); compiled with --fmad=false so
 // x * encode is one IEEE multiply as on the CPU, and IEEE division (nvcc's default
-// -prec-div=true). Every element format (E4M3, E5M2, E2M1, E3M2, E2M3) and every one-level rule;
+// -prec-div=true). Rounding: nearest, or stochastic (config.rounding) on the general path.
+// Every element format (E4M3, E5M2, E2M1, E3M2, E2M3) and every one-level rule;
 // the two-level nvfp4 rules need the tensor's amax first and run on the CPU backend only.
 // Layout: x rows x cols row-major. General path: one CUDA block per (row, tile column)
 // segment, so a 1xT tile is one block and a BxB block is B of them (B atomics), per-row and
@@ -56,15 +57,23 @@ __global__ void scale_kernel(const unsigned* amax_bits, std::int64_t tiles, Scal
 
 // The encode factor is not always fl32(1 / decode) (te, div), so each segment computes its
 // tile's TileScale again from the amax, with the same function as scale_kernel.
+// Stochastic rounding draws from (seed, row * cols + c), as on the CPU (stochastic_rounding.hpp).
 template <class F>
-__global__ void encode_kernel(const float* x, Geometry g, const unsigned* amax_bits, ScaleRule rule, std::uint8_t* codes) {
+__global__ void encode_kernel(const float* x, Geometry g, const unsigned* amax_bits, ScaleRule rule, Rounding rounding,
+                              std::uint8_t* codes) {
   const std::int64_t row = blockIdx.y, tile_col = blockIdx.x;
   const std::int64_t c0 = tile_col * g.tile_cols, c1 = min(g.cols, c0 + g.tile_cols);
   const float amax = float_from_bits(amax_bits[(row / g.tile_rows) * g.scale_cols + tile_col]);
   const float factor = tile_scale(amax, rule, element_traits_of<F>()).encode;
   const ApplyScale apply = scale_rule_math(rule).apply;
-  for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x)
-    codes[row * g.cols + c] = static_cast<std::uint8_t>(encode<F>(scaled_element(x[row * g.cols + c], factor, apply)));
+  for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) {
+    const std::int64_t i = row * g.cols + c;
+    const float v = scaled_element(x[i], factor, apply);
+    codes[i] = static_cast<std::uint8_t>(
+        rounding.mode == RoundingMode::stochastic
+            ? encode_stochastic<F>(v, stochastic_draw(rounding.seed, static_cast<std::uint64_t>(i)))
+            : encode<F>(v));
+  }
 }
 
 template <class F>
@@ -142,8 +151,9 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
                                 " needs the tensor's amax before any tile; it runs on the CPU backend only");
   if (rows == 0 || cols == 0) return;
   const Granularity& granularity = config.granularity;
+  // The fast path rounds to nearest only; stochastic rounding takes the general path.
   if (granularity.kind == Granularity::Kind::tile && granularity.size % 128 == 0 && cols % 4 == 0 &&
-      reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0) {
+      reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0 && config.rounding.mode == RoundingMode::nearest) {
     with_element_codec(config.format, [&](auto codec) {
       launch_tile_quantize<decltype(codec)>(d_x, rows, cols, granularity.size, config.scale_rule, d_scales, d_codes, stream);
     });
@@ -161,7 +171,8 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
                                                        d_scales);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
   with_element_codec(config.format, [&](auto codec) {
-    encode_kernel<decltype(codec)><<<segments, kThreads, 0, stream>>>(d_x, g, d_amax_bits, config.scale_rule, d_codes);
+    encode_kernel<decltype(codec)><<<segments, kThreads, 0, stream>>>(d_x, g, d_amax_bits, config.scale_rule,
+                                                                      config.rounding, d_codes);
   });
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }

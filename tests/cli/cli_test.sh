@@ -163,11 +163,50 @@ PY
   expect_one_line_error "--global-scale: scale rule fp32 has no per-tensor scale" \
     "$fp8lab" quantize "$work/x.npy" --granularity row --global-scale "$work/refused.npy"
   [[ ! -e "$work/refused.npy" ]] || fail "a refused quantize wrote a file"
+  # --rounding stochastic --seed N: the same seed gives the same codes, another seed others;
+  # nearest is the default and takes no seed.
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity tile:1x32 --rounding stochastic --seed 7 --json \
+    --codes "$work/sr1.npy"
+  for field in '"rounding": "stochastic"' '"seed": 7'; do
+    grep -qF "$field" "$work/out" || fail "--rounding stochastic: the report lacks $field"
+  done
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity tile:1x32 --rounding stochastic --seed 7 --codes "$work/sr2.npy"
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --granularity tile:1x32 --rounding stochastic --seed 8 --codes "$work/sr3.npy"
+  cmp -s "$work/sr1.npy" "$work/sr2.npy" || fail "--seed 7 twice gave different codes"
+  ! cmp -s "$work/sr1.npy" "$work/sr3.npy" || fail "--seed 7 and --seed 8 gave the same codes"
+  expect_one_line_error "--rounding: rounding 'up' is not one of nearest, stochastic" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --rounding up
+  expect_one_line_error "--seed: '-1' is not a whole number from 0 to 2^64 - 1" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --rounding stochastic --seed -1
+  expect_one_line_error "--seed: '18446744073709551616' is not a whole number from 0 to 2^64 - 1" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --rounding stochastic --seed 18446744073709551616
+  expect_one_line_error "--seed: only --rounding stochastic takes a seed" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --seed 3
+  # nvfp4:4over6: TE's 1x16 / 16x16 blocks only, nearest rounding only.
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --format e2m1 --granularity block:16x16 --scale nvfp4:4over6 --json
+  grep -q '"tensor_scale"' "$work/out" || fail "nvfp4:4over6: the JSON report lacks the per-tensor scale"
+  expect_one_line_error "scale rule nvfp4:4over6 takes granularity tile:1x16 or block:16x16" \
+    "$fp8lab" quantize "$work/x.npy" --format e2m1 --granularity tile:1x32 --scale nvfp4:4over6
+  expect_one_line_error "scale rule nvfp4:4over6 rounds to nearest only" \
+    "$fp8lab" quantize "$work/x.npy" --format e2m1 --granularity tile:1x16 --scale nvfp4:4over6 --rounding stochastic
   # --scheme: format, granularity and rule in one word; it excludes the three options.
   expect_exit 0 "$fp8lab" quantize "$work/x.npy" --scheme mxfp4 --json
   for field in '"scheme": "mxfp4"' '"format": "e2m1"' '"scale_rule": "mx"' '"granularity": "tile:1x32"'; do
     grep -qF "$field" "$work/out" || fail "--scheme mxfp4: the report lacks $field"
   done
+  # --operand weight: the scheme's weight blocks (nvfp4: TE's 16x16 2-D weight scaling).
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --scheme nvfp4 --operand weight --json
+  for field in '"operand": "weight"' '"granularity": "block:16x16"' '"scale_rule": "nvfp4"'; do
+    grep -qF "$field" "$work/out" || fail "--scheme nvfp4 --operand weight: the report lacks $field"
+  done
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --scheme nvfp4 --operand gradient --json
+  grep -qF '"granularity": "tile:1x16"' "$work/out" || fail "--scheme nvfp4 --operand gradient is not 1x16"
+  expect_exit 0 "$fp8lab" quantize "$work/x.npy" --scheme deepseek --operand weight --json
+  grep -qF '"granularity": "block:128x128"' "$work/out" || fail "--scheme deepseek --operand weight is not 128x128"
+  expect_one_line_error "--operand: operand 'bias' is not one of activation, gradient, weight" \
+    "$fp8lab" quantize "$work/x.npy" --scheme nvfp4 --operand bias
+  expect_one_line_error "--operand: only --scheme picks a granularity by operand" \
+    "$fp8lab" quantize "$work/x.npy" --granularity row --operand weight
   expect_one_line_error "--scheme: scheme 'fp4' is not one of deepseek, mxfp8, mxfp4, nvfp4" \
     "$fp8lab" quantize "$work/x.npy" --scheme fp4
   expect_exit 2 "$fp8lab" quantize "$work/x.npy" --scheme nvfp4 --granularity row

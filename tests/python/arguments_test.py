@@ -36,6 +36,10 @@ QUANTIZE_MISTAKES = [
     (["--granularity", "row", "--format", "e8m0"], ("row",), {"format": "e8m0"}),
     (["--granularity", "row", "--scale", "ue8m0"], ("row",), {"scale": "ue8m0"}),
     (["--granularity", "row", "--scale", "nvfp4"], ("row",), {"scale": "nvfp4"}),
+    (["--granularity", "row", "--rounding", "up"], ("row",), {"rounding": "up"}),
+    (["--granularity", "row", "--rounding", "stochastic", "--seed", "-1"], ("row",),
+     {"rounding": "stochastic", "seed": -1}),
+    (["--granularity", "row", "--seed", "3"], ("row",), {"seed": 3}),
 ]
 
 

@@ -50,6 +50,20 @@ class QuantizeMatchesCli(CliTestCase):
                         self.assertEqual((q.format, q.granularity, q.scale_rule), (fmt, granularity, rule))
                         self.assertEqual(q.shape, x.shape)
 
+    def test_stochastic_rounding_matches_the_cli(self):
+        x = operand(24, 200, seed=6, outlier_columns=(11,))
+        x_path = self.save("x.npy", x)
+        for fmt, rule in [("e4m3", "fp32"), ("e5m2", "mx"), ("e2m1", "nvfp4")]:
+            for seed in (0, 2 ** 64 - 1):
+                with self.subTest(format=fmt, scale=rule, seed=seed):
+                    q = fp8lab.quantize(x, "tile:1x16", format=fmt, scale=rule, rounding="stochastic", seed=seed)
+                    self.assertMatchesCli(q, self.cli_quantize(x_path, "tile:1x16", "--format", fmt, "--scale", rule,
+                                                               "--rounding", "stochastic", "--seed", str(seed)))
+                    self.assertEqual((q.rounding, q.seed), ("stochastic", seed))
+        nearest = fp8lab.quantize(x, "tile:1x16")
+        self.assertEqual((nearest.rounding, nearest.seed), ("nearest", 0))
+        self.assertFalse(np.array_equal(nearest.codes, fp8lab.quantize(x, "tile:1x16", rounding="stochastic").codes))
+
     def test_defaults_are_the_clis(self):
         x = operand(8, 256, seed=2)
         self.assertMatchesCli(fp8lab.quantize(x, "tile:1x128"),

@@ -134,3 +134,40 @@ TEST_CASE("the rules differ where the libraries differ: div and te move codes th
   CHECK(div_differs > 0);
   CHECK(te_differs > 0);
 }
+
+TEST_CASE("nvfp4:4over6: worked blocks (TE defaults: MAE, E4M3 bound 256); map-to-4 wins [3, 2.25], map-to-6 wins [6, 4]") {
+  // Tensor amax 3: S_enc = 1536 / 3 = 512; base = fl32(3 / 6) * 512 = 256; s6 = 256, s4 = E4M3(384) = 384.
+  // map-to-6: 2.25 * 2 = 4.5 ties to 4, dequantized 2 (error 0.25); map-to-4: 2.25 * 4/3 = 3 exactly (error 0).
+  std::vector<float> x(16, 0.0f);
+  x[0] = 3.0f;
+  x[1] = 2.25f;
+  const QuantizeConfig config{ElementFormat::Kind::e2m1, Granularity::tile(16), ScaleRule::nvfp4_4over6};
+  const QuantizedTensor q = cpu::quantize(x, 1, 16, config);
+  CHECK(q.tensor_scale.encode == 512.0f);
+  CHECK(q.scales[0] == 384.0f);
+  CHECK(cpu::dequantize(q)[1] == 2.25f);
+  CHECK(cpu::quantize(x, 1, 16, {ElementFormat::Kind::e2m1, Granularity::tile(16), ScaleRule::nvfp4}).scales[0] != 384.0f);
+  // [6, 4, 3]: tensor amax 6, S_enc = 256, base = s6 = 256, element factor 1: 6, 4, 3 are codes
+  // exactly (error 0); map-to-4 (s4 = 384, factor 2/3) puts 4 at 2.67 -> 3, dequantized 4.5: map-to-6 wins.
+  std::vector<float> y(16, 0.0f);
+  y[0] = 6.0f;
+  y[1] = 4.0f;
+  y[2] = 3.0f;
+  const QuantizedTensor p = cpu::quantize(y, 1, 16, config);
+  CHECK(p.scales[0] == 256.0f);
+  CHECK(cpu::dequantize(p) == y);
+  // An all-zero block: both errors are 0, the tie keeps map-to-6 (s = 0 for both here).
+  CHECK(cpu::quantize(std::vector<float>(16, 0.0f), 1, 16, config).scales[0] == 0.0f);
+}
+
+TEST_CASE("nvfp4:4over6 refuses tiles other than 1x16 and 16x16, formats other than e2m1, and stochastic rounding") {
+  const std::vector<float> x(64, 1.0f);
+  CHECK_THROWS_WITH(cpu::quantize(x, 2, 32, {ElementFormat::Kind::e2m1, Granularity::tile(32), ScaleRule::nvfp4_4over6}),
+                    Catch::Contains("takes granularity tile:1x16 or block:16x16"));
+  CHECK_THROWS_WITH(cpu::quantize(x, 2, 32, {Fp8Format::e4m3, Granularity::tile(16), ScaleRule::nvfp4_4over6}),
+                    Catch::Contains("needs format e2m1"));
+  CHECK_THROWS_WITH(cpu::quantize(x, 2, 32, {ElementFormat::Kind::e2m1, Granularity::tile(16), ScaleRule::nvfp4_4over6,
+                                             {RoundingMode::stochastic, 1}}),
+                    Catch::Contains("rounds to nearest only"));
+  CHECK_NOTHROW(cpu::quantize(x, 2, 32, {ElementFormat::Kind::e2m1, Granularity::block(16), ScaleRule::nvfp4_4over6}));
+}
