@@ -42,8 +42,11 @@
 // window of their own (floor_instructions), and every other floating-point operation in it is
 // exact (conversions FP32 -> FP64 and back of representable values, products with powers of two,
 // the fma building the start, the subtraction of step 3) or rounds by its own immediate (the
-// truncation of p 2^(F-E)). One exception, the sign of an exact zero: acc - bias with acc = bias
-// is -0 when rounding down, so zeros are cleared to +0 (the other tiles give +0 there).
+// truncation of p 2^(F-E)). The one trace of the mode: acc - bias with acc = bias (S = 0) is -0
+// when rounding down, where the other tiles carry +0. Nothing can tell them apart: p = -0 starts
+// the next instruction at the bias as +0 does (its exponent field is 0 either way), and a
+// promotion adds -0 * s (s > 0) to an accumulator that is never -0 (it starts at +0, and an exact
+// zero sum rounds to +0 there, rounding to nearest), giving the same bits as +0 * s.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -148,7 +151,7 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
       fma_panel<kPanels>(&pr.a.tile_value64[a_at], &pr.b.value64[g_at], depth, start, acc, q);
 
     // S u = (acc + N u) - bias, N = depth + counts added to the pattern; min(F, 23) fraction bits
-    // kept; zeros made +0; to FP32 (all exact, the file comment).
+    // kept; to FP32 (all exact, the file comment).
     for (std::int64_t r = 0; r < kRows; ++r)
       for (int q = 0; q < kPanels; ++q) {
         __m128 half[2];
@@ -157,8 +160,7 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
           std::memcpy(&four, &counts[r][q * kPanel + h * kHalf], sizeof four);
           const __m256i n = _mm256_add_epi64(_mm256_cvtepi8_epi64(_mm_cvtsi32_si128(four)), depth64);
           const __m256d sum = _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(_mm256_load_pd(acc[r][q] + h * kHalf)), n));
-          const __m256d su = _mm256_and_pd(_mm256_sub_pd(sum, _mm256_load_pd(bias[r][q] + h * kHalf)), keep_mask);
-          half[h] = _mm256_cvtpd_ps(_mm256_and_pd(su, _mm256_cmp_pd(su, _mm256_setzero_pd(), _CMP_NEQ_OQ)));
+          half[h] = _mm256_cvtpd_ps(_mm256_and_pd(_mm256_sub_pd(sum, _mm256_load_pd(bias[r][q] + h * kHalf)), keep_mask));
         }
         _mm256_store_ps(p[r][q], _mm256_set_m128(half[1], half[0]));
       }
