@@ -158,7 +158,7 @@ constexpr Data kData[] = {Data::random, Data::outliers, Data::subnormals, Data::
 
 }  // namespace
 
-TEST_CASE("fp64 floor tile: the models it holds, F <= 36 and D <= 127") {
+TEST_CASE("gemm fp64 floor tile: the models it holds, F <= 36 and D <= 127") {
   using cpu::detail::fp64_floor_tile_holds;
   CHECK(fp64_floor_tile_holds(AccumulationModel::parse("bits:25,depth:32,round:rz")));  // B200
   CHECK(fp64_floor_tile_holds(AccumulationModel::hopper()));
@@ -169,14 +169,14 @@ TEST_CASE("fp64 floor tile: the models it holds, F <= 36 and D <= 127") {
   CHECK_FALSE(fp64_floor_tile_holds(AccumulationModel::fp32()));
 }
 
-TEST_CASE("fp64 floor tile equals reference and scalar tile: F 22 to 36, D 16 to 64") {
+TEST_CASE("gemm fp64 floor tile equals reference and scalar tile: F 22 to 36, D 16 to 64") {
   std::mt19937_64 rng(2025);
   for (int fraction_bits : {22, 23, 24, 25, 30, 36})
     for (int depth : {16, 32, 64})
       for (Data data : kData) check_model(model(fraction_bits, depth, false), data, rng);
 }
 
-TEST_CASE("fp64 floor tile equals reference and scalar tile: zero:min, D = 127") {
+TEST_CASE("gemm fp64 floor tile equals reference and scalar tile: zero:min, D = 127") {
   std::mt19937_64 rng(31);
   for (Data data : kData) {
     check_model(model(25, 32, true), data, rng);
@@ -185,14 +185,14 @@ TEST_CASE("fp64 floor tile equals reference and scalar tile: zero:min, D = 127")
   }
 }
 
-TEST_CASE("fp64 floor tile equals reference and scalar tile: FP32 tiles' models") {
+TEST_CASE("gemm fp64 floor tile equals reference and scalar tile: FP32 tiles' models") {
   std::mt19937_64 rng(77);
   for (const char* name : {"hopper", "hopper,zero:min", "bits:1,depth:16,round:rz", "bits:16,depth:32,round:rz",
                            "bits:21,depth:64,round:rz"})
     for (Data data : {Data::random, Data::cancelling}) check_model(AccumulationModel::parse(name), data, rng);
 }
 
-TEST_CASE("fp64 floor tile: codes not finite go to the scalar tiles") {
+TEST_CASE("gemm fp64 floor tile: codes not finite go to the scalar tiles") {
   // E5M2 inf (0x7C) and NaN (0x7E) in one row of A each: those rows' outputs are inf / NaN (the
   // FP64 sum decides), the others finite, and every path agrees bit for bit with the scalar one.
   std::mt19937_64 rng(3);
