@@ -85,6 +85,32 @@ FP8LAB_TARGET_AVX2 inline __m256i narrow_to_int8(__m256i v0, __m256i v1, __m256i
   return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+// Sets MXCSR to round down (the floor windows' FMAs) and returns the value to restore.
+FP8LAB_TARGET_AVX2 inline unsigned enter_round_down() {
+  const unsigned saved = _mm_getcsr();
+  load_mxcsr((saved & ~static_cast<unsigned>(_MM_ROUND_MASK)) | _MM_ROUND_DOWN);
+  return saved;
+}
+
+// Where instruction i of row tile `tile` and group `group` starts in A's [tile][k][row] and B's
+// [group][k][column] arrays.
+struct InstructionAt {
+  std::size_t a = 0, g = 0;
+};
+
+inline InstructionAt instruction_at(const FloorProblem& pr, std::int64_t tile, std::int64_t group, std::int64_t i) {
+  const std::int64_t k0 = i * pr.depth;
+  return {static_cast<std::size_t>((tile * pr.a.padded_k + k0) * kRows),
+          static_cast<std::size_t>((group * pr.b.padded_k + k0) * kGroupCols)};
+}
+
+// E of panel q's 8 outputs of a row: exponent(p) from the FP32 partial's bits (0 and subnormals
+// give -127, below the floor) and the row's int8 maxima of the products (at least -64).
+FP8LAB_TARGET_AVX2 inline __m256i panel_exponents(__m256 p, const std::int8_t* maxima_row, int q) {
+  const __m256i biased = _mm256_srli_epi32(_mm256_slli_epi32(_mm256_castps_si256(p), 1), 24);
+  return _mm256_max_epi32(_mm256_sub_epi32(biased, _mm256_set1_epi32(127)), widen_panel(maxima_row, q));
+}
+
 // One row's count thresholds count_threshold_byte(E - F - 1) (gemm_packing.hpp) from its E per
 // panel (int32, [-64, 95]; panels past the group's: any value, unused) in int8: neither the
 // narrowing nor the saturating subtraction changes a byte the clamp keeps (the file comment).

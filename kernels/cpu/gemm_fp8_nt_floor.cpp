@@ -106,7 +106,7 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
   const int F = pr.fraction_bits;
   const std::int64_t depth = pr.depth, tile = row0 / kRows;
   const __m256i keep_mask = _mm256_set1_epi32(static_cast<int>(~((1u << (23 - F)) - 1u)));
-  const __m256i exponent_bias = _mm256_set1_epi32(127), scale_exponent = _mm256_set1_epi32(127 + F);
+  const __m256i scale_exponent = _mm256_set1_epi32(127 + F);
   // Bit patterns of powers of two and of the bias, all from the scale 2^(F-E): the exponent
   // fields of 2^(F-E) and 2^(E-F) add to 254, those of 2^(F-E) and the bias 1.5 * 2^(23+E-F)
   // to 277 (uint32 arithmetic, wrapping in int32 lanes).
@@ -119,12 +119,9 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
   alignas(32) float start_low[kRows][kLow][kPanel], start_high[kRows][kHigh][kPanel];
   alignas(32) float acc_low[kRows][kLow][kPanel], acc_high[kRows][kHigh][kPanel];
 
-  const unsigned saved = _mm_getcsr();
-  load_mxcsr((saved & ~static_cast<unsigned>(_MM_ROUND_MASK)) | _MM_ROUND_DOWN);
+  const unsigned saved = enter_round_down();
   for (std::int64_t i = first; i < end; ++i) {
-    const std::int64_t k0 = i * depth;
-    const auto a_at = static_cast<std::size_t>((tile * pr.a.padded_k + k0) * kRows);
-    const auto g_at = static_cast<std::size_t>((group * pr.b.padded_k + k0) * kGroupCols);
+    const auto [a_at, g_at] = instruction_at(pr, tile, group, i);
     exponent_maxima(&pr.a.tile_exponent[a_at], &pr.b.group_exponent[g_at], depth, maxima);
 
     // E per output: the products' maximum (at least -64) and exponent(p) (0 and subnormals give
@@ -136,8 +133,7 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
       for (int q = 0; q < kGroupPanels; ++q) e[q] = _mm256_setzero_si256();  // columns past the panels: unused
       for (int q = 0; q < kPanels; ++q) {
         const __m256 pv = _mm256_load_ps(p[r][q]);
-        const __m256i biased = _mm256_srli_epi32(_mm256_slli_epi32(_mm256_castps_si256(pv), 1), 24);
-        e[q] = _mm256_max_epi32(_mm256_sub_epi32(biased, exponent_bias), widen_panel(maxima[r], q));
+        e[q] = panel_exponents(pv, maxima[r], q);
         const __m256i s = _mm256_slli_epi32(_mm256_sub_epi32(scale_exponent, e[q]), 23);
         _mm256_store_si256(reinterpret_cast<__m256i*>(scale[r][q]), s);
         const __m256i truncated_p = _mm256_cvttps_epi32(_mm256_mul_ps(pv, _mm256_castsi256_ps(s)));

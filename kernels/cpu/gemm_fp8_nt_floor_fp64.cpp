@@ -107,29 +107,25 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
   const std::int64_t depth = pr.depth, tile = row0 / kRows;
   const __m256d keep_mask =
       _mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<long long>(~((1ull << (52 - std::min(F, 23))) - 1ull))));
-  const __m256i minus_f = _mm256_set1_epi64x(-F), exponent_bias = _mm256_set1_epi32(127);
+  const __m256i minus_f = _mm256_set1_epi64x(-F);
   const __m256i depth64 = _mm256_set1_epi64x(depth), bias_fraction = _mm256_set1_epi64x(1ll << 51);
 
   alignas(32) std::int8_t maxima[kRows][kGroupCols], threshold[kRows][kGroupCols], counts[kRows][kGroupCols];
   alignas(32) double bias[kRows][kPanels][kPanel], start[kRows][kPanels][kPanel], acc[kRows][kPanels][kPanel];
 
-  const unsigned saved = _mm_getcsr();
-  load_mxcsr((saved & ~static_cast<unsigned>(_MM_ROUND_MASK)) | _MM_ROUND_DOWN);
+  const unsigned saved = enter_round_down();
   for (std::int64_t i = first; i < end; ++i) {
-    const std::int64_t k0 = i * depth;
-    const auto a_at = static_cast<std::size_t>((tile * pr.a.padded_k + k0) * kRows);
-    const auto g_at = static_cast<std::size_t>((group * pr.b.padded_k + k0) * kGroupCols);
+    const auto [a_at, g_at] = instruction_at(pr, tile, group, i);
     exponent_maxima(&pr.a.tile_exponent[a_at], &pr.b.group_exponent[g_at], depth, maxima);
 
-    // E per output (exponent(p): 0 gives -127, below the floor), the bias 1.5 * 2^(52+E-F) and
-    // the accumulator's start bias + trunc(p 2^(F-E)) u, per 4 lanes; the count thresholds per row.
+    // E per output, the bias 1.5 * 2^(52+E-F) and the accumulator's start bias + trunc(p 2^(F-E)) u,
+    // per 4 lanes; the count thresholds per row.
     for (std::int64_t r = 0; r < kRows; ++r) {
       __m256i e[kGroupPanels];
       for (int q = 0; q < kGroupPanels; ++q) e[q] = _mm256_setzero_si256();  // columns past the panels: unused
       for (int q = 0; q < kPanels; ++q) {
         const __m256 pv = _mm256_load_ps(p[r][q]);
-        const __m256i biased = _mm256_srli_epi32(_mm256_slli_epi32(_mm256_castps_si256(pv), 1), 24);
-        e[q] = _mm256_max_epi32(_mm256_sub_epi32(biased, exponent_bias), widen_panel(maxima[r], q));
+        e[q] = panel_exponents(pv, maxima[r], q);
         for (int h = 0; h < 2; ++h) {
           const __m256i e_minus_f = _mm256_add_epi64(
               _mm256_cvtepi32_epi64(h == 0 ? _mm256_castsi256_si128(e[q]) : _mm256_extracti128_si256(e[q], 1)), minus_f);

@@ -99,6 +99,26 @@ bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&line
   return finite;
 }
 
+// unpack_floor_lines into the layout's values: `value` (FP32) or, for PackLayout::floor_fp64,
+// `value64` (FP64), both [.. at + k * stride + j].
+template <int kLines>
+bool unpack_floor_values(PackLayout layout, const CodeTable& table, const std::uint8_t* const (&lines)[kLines],
+                         std::int64_t count, const std::array<std::uint8_t, 256>& count_byte, std::int64_t stride,
+                         std::size_t at, std::vector<float>& value, std::vector<double>& value64, std::int8_t* exponent,
+                         std::uint8_t* lsb) {
+  if (layout == PackLayout::floor_fp64)
+    return unpack_floor_lines<kLines>(table, lines, count, count_byte, stride, &value64[at], exponent, lsb);
+  return unpack_floor_lines<kLines>(table, lines, count, count_byte, stride, &value[at], exponent, lsb);
+}
+
+// `size` zero values of the layout: FP32 in `value`, or FP64 in `value64` (PackLayout::floor_fp64).
+void assign_floor_values(PackLayout layout, std::size_t size, std::vector<float>& value, std::vector<double>& value64) {
+  if (layout == PackLayout::floor_fp64)
+    value64.assign(size, 0.0);
+  else
+    value.assign(size, 0.0f);
+}
+
 // One operand row of codes into values and exponents written `stride` apart, raising the
 // per-instruction exponent maxima; returns whether every code was finite.
 bool unpack_row(const CodeTable& table, const std::uint8_t* codes, std::int64_t count, std::int64_t depth,
@@ -131,11 +151,7 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   if (layout != PackLayout::convert) {
     // Only what the floor micro-tile reads, straight from the codes in [tile][k][row] order
     // (padding rows and K: zero codes).
-    const bool fp64 = layout == PackLayout::floor_fp64;
-    if (fp64)
-      p.tile_value64.assign(size, 0.0);
-    else
-      p.tile_value.assign(size, 0.0f);
+    assign_floor_values(layout, size, p.tile_value, p.tile_value64);
     p.tile_exponent.assign(size, static_cast<std::int8_t>(padding_exponent));
     p.tile_lsb.assign(size, kZeroLsbByteA);
     // By tile, k outer: the writes run sequentially through [tile][k][row].
@@ -149,10 +165,8 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
         fill_interval_scales(q, plan, rows[static_cast<std::size_t>(i)], &p.scale[static_cast<std::size_t>(i * plan.intervals)], 1);
       }
       const auto tile_at = static_cast<std::size_t>(tile * p.padded_k * kRowsPerTile);
-      finite = (fp64 ? unpack_floor_lines<kRowsPerTile>(table, codes, q.cols, table.count_byte_a, kRowsPerTile,
-                                                        &p.tile_value64[tile_at], &p.tile_exponent[tile_at], &p.tile_lsb[tile_at])
-                     : unpack_floor_lines<kRowsPerTile>(table, codes, q.cols, table.count_byte_a, kRowsPerTile,
-                                                        &p.tile_value[tile_at], &p.tile_exponent[tile_at], &p.tile_lsb[tile_at])) &&
+      finite = unpack_floor_values<kRowsPerTile>(layout, table, codes, q.cols, table.count_byte_a, kRowsPerTile, tile_at,
+                                                 p.tile_value, p.tile_value64, &p.tile_exponent[tile_at], &p.tile_lsb[tile_at]) &&
                finite;
     }
     all_finite = all_finite && finite;
@@ -198,12 +212,8 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   if (layout != PackLayout::convert) {
     // Values and bytes in the group layout, straight from the codes.
     p.groups = (p.panels + kGroupPanels - 1) / kGroupPanels;
-    const bool fp64 = layout == PackLayout::floor_fp64;
     const auto size = static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols);
-    if (fp64)
-      p.value64.assign(size, 0.0);
-    else
-      p.value.assign(size, 0.0f);
+    assign_floor_values(layout, size, p.value, p.value64);
     p.group_exponent.assign(size, static_cast<std::int8_t>(padding_exponent));
     p.group_lsb.assign(size, kZeroLsbByteB);
     // By panel, k outer: the writes run sequentially through [group][k][...].
@@ -217,10 +227,8 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
       }
       const std::int64_t group = panel / kGroupPanels, column0 = (panel % kGroupPanels) * kPanel;
       const auto group_at = static_cast<std::size_t>(group * p.padded_k * kGroupCols + column0);
-      finite = (fp64 ? unpack_floor_lines<kPanel>(table, codes, q.cols, table.count_byte_b, kGroupCols, &p.value64[group_at],
-                                                  &p.group_exponent[group_at], &p.group_lsb[group_at])
-                     : unpack_floor_lines<kPanel>(table, codes, q.cols, table.count_byte_b, kGroupCols, &p.value[group_at],
-                                                  &p.group_exponent[group_at], &p.group_lsb[group_at])) &&
+      finite = unpack_floor_values<kPanel>(layout, table, codes, q.cols, table.count_byte_b, kGroupCols, group_at, p.value,
+                                           p.value64, &p.group_exponent[group_at], &p.group_lsb[group_at]) &&
                finite;
     }
     all_finite = all_finite && finite;

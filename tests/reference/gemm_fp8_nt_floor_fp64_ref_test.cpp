@@ -111,14 +111,6 @@ Paths compare_paths(const QuantizedTensor& a, const QuantizedTensor& b, const Ge
   return m;
 }
 
-struct FormatPair {
-  Fp8Format a, b;
-};
-constexpr FormatPair kFormatPairs[] = {{Fp8Format::e4m3, Fp8Format::e4m3},
-                                       {Fp8Format::e5m2, Fp8Format::e5m2},
-                                       {Fp8Format::e4m3, Fp8Format::e5m2},
-                                       {Fp8Format::e5m2, Fp8Format::e4m3}};
-
 // A truncating fused model; F past the parser's 30 is set directly (the tile's own bound is 36).
 AccumulationModel model(int fraction_bits, int depth, bool zero_min) {
   AccumulationModel m = AccumulationModel::parse(std::string("bits:1,depth:") + std::to_string(depth) + ",round:rz" +
@@ -135,7 +127,7 @@ void check_model(const AccumulationModel& acc, Data data, std::mt19937_64& rng) 
   // 4, 4 and 1 panels; K = 300 and 130 end inside an instruction and inside an interval.
   const Shape shapes[] = {{5, 41, 300}, {7, 72, 130}};
   const Shape& s = shapes[static_cast<int>(data) % 2];
-  for (const FormatPair& formats : kFormatPairs)
+  for (const test::FormatPair& formats : test::kFormatPairs)
     for (const char* promotion : {"64", "128", "never"}) {
       const bool never = std::string(promotion) == "never";
       if (!never && std::stoi(promotion) % acc.depth != 0) continue;  // N_C holds whole instructions

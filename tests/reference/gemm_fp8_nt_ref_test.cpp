@@ -23,14 +23,8 @@ using namespace fp8lab;
 
 namespace {
 
-// A's and B's formats: the two single-format GEMMs and the two mixes.
-struct FormatPair {
-  Fp8Format a, b;
-};
-constexpr FormatPair kFormatPairs[] = {{Fp8Format::e4m3, Fp8Format::e4m3},
-                                       {Fp8Format::e5m2, Fp8Format::e5m2},
-                                       {Fp8Format::e4m3, Fp8Format::e5m2},
-                                       {Fp8Format::e5m2, Fp8Format::e4m3}};
+using test::FormatPair;
+using test::kFormatPairs;
 
 struct Mismatch {
   std::size_t count = 0;
