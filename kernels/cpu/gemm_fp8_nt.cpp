@@ -365,23 +365,30 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
   // is finite (a NaN or inf found while packing sends the problem to the scalar tiles below,
   // packed afresh).
   // The fp32 model on AVX-512 CPUs: its 16-lane micro-tile on the same layout, likewise.
+  // Truncating fused models past every FP32 micro-tile's range (F > 23, or (4 D + 2) 2^F > 2^24),
+  // which the scalar tiles ran before: the floor micro-tile in FP64 lanes where it holds (AVX2
+  // and AVX-512 CPUs alike), likewise.
   const bool fp32_model = config.accumulation.kind == AccumulationModel::Kind::fp32;
   const bool wide_floor_layout = isa == CpuIsa::avx512 || options.force_wide_floor_tiles;
+  const bool fp64_floor = detail::fp64_floor_tile_holds(config.accumulation) &&
+                          (options.force_fp64_floor_tiles || !vector_path_holds(config.accumulation));
   if (isa != CpuIsa::scalar && !options.force_wide_tiles && !options.force_convert_tiles &&
-      (detail::floor_tile_holds(config.accumulation) || (fp32_model && wide_floor_layout))) {
+      (fp64_floor || detail::floor_tile_holds(config.accumulation) || (fp32_model && wide_floor_layout))) {
     bool finite = true;
-    const PackedA fa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, true, finite);
-    const PackedB fb = detail::pack_b(b, plan, depth, zero, options.cols, true, finite);
+    const detail::PackLayout layout = fp64_floor ? detail::PackLayout::floor_fp64 : detail::PackLayout::floor;
+    const PackedA fa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, layout, finite);
+    const PackedB fb = detail::pack_b(b, plan, depth, zero, options.cols, layout, finite);
     using detail::FloorTile;
     const bool avx512 = isa == CpuIsa::avx512 && !options.force_wide_floor_tiles;  // the flag: the AVX2 builds
-    const FloorTile tile = fp32_model          ? (avx512 ? FloorTile::fp32_wide_avx512 : FloorTile::fp32_wide_avx2)
+    const FloorTile tile = fp64_floor          ? FloorTile::fp64_avx2
+                           : fp32_model        ? (avx512 ? FloorTile::fp32_wide_avx512 : FloorTile::fp32_wide_avx2)
                            : wide_floor_layout ? (avx512 ? FloorTile::wide_avx512 : FloorTile::wide_avx2)
                                                : FloorTile::avx2;
     if (finite) return detail::gemm_floor(fa, fb, plan, config, depth, threads, tile);
   }
   bool all_finite = true;
-  const PackedA pa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, false, all_finite);
-  const PackedB pb = detail::pack_b(b, plan, depth, zero, options.cols, false, all_finite);
+  const PackedA pa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, detail::PackLayout::convert, all_finite);
+  const PackedB pb = detail::pack_b(b, plan, depth, zero, options.cols, detail::PackLayout::convert, all_finite);
   const std::int64_t out_rows = pa.rows, padded_rows = pa.padded_rows;
   const std::int64_t instructions = plan.padded_k / depth;
 

@@ -30,6 +30,9 @@ struct GemmOptions {
   // tests: the AVX2 micro-tiles with a conversion per term, for models the floor micro-tile
   // (gemm_fp8_nt_floor.cpp) would otherwise run
   bool force_convert_tiles = false;
+  // tests: the floor micro-tile in FP64 lanes (gemm_fp8_nt_floor_fp64.cpp), which runs by itself
+  // only for truncating models past the FP32 micro-tiles' ranges, for every model it holds
+  bool force_fp64_floor_tiles = false;
 };
 
 std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,

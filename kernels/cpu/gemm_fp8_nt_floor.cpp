@@ -1,6 +1,7 @@
 // The fused accumulation model with truncation (rz, the Hopper default) computed by FMAs that
 // round toward -inf, plus a count: the micro-tile AVX2 CPUs run for it (AVX-512 CPUs run the
-// same steps on 16 lanes: gemm_fp8_nt_floor_wide.cpp).
+// same steps on 16 lanes: gemm_fp8_nt_floor_wide.cpp; larger F runs them in FP64 lanes:
+// gemm_fp8_nt_floor_fp64.cpp). The steps both AVX2 tiles share: gemm_floor_avx2.hpp.
 //
 // Per output and instruction the model needs (gemm_fp8_nt.cpp's file comment)
 //   S = trunc(p 2^(F-E)) + sum_k trunc(x_k),   x_k = a_k b_k / u,   u = 2^(E-F).
@@ -44,15 +45,12 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/cpu/cpu_isa.hpp"
-#include "kernels/cpu/gemm_microtile.hpp"
+#include "kernels/cpu/gemm_floor_avx2.hpp"
 
 namespace fp8lab::cpu::detail {
 namespace {
 
-constexpr std::int64_t kRows = kRowsPerTile;  // 4
-
-FP8LAB_TARGET_AVX2 inline void load_mxcsr(unsigned value) { asm volatile("vldmxcsr %0" : : "m"(value) : "memory"); }
+using namespace floor_avx2;
 
 // acc[r][q] = bias[r][q] + sum_k a[k][r] b_q[k] over k < depth for kP (1 or 2) panels: 4 kP
 // accumulators, named so that they stay in registers. bias and acc are [row][kP][lane]; b0
@@ -94,65 +92,6 @@ FP8LAB_TARGET_AVX2 inline void fma_rows(const float* at, const float* b0, const 
   }
 }
 
-FP8LAB_TARGET_AVX2 inline __m256i load_i8x32(const std::int8_t* p) {
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
-}
-
-FP8LAB_TARGET_AVX2 inline void store_i8x32(std::int8_t* p, __m256i v) {
-  _mm256_store_si256(reinterpret_cast<__m256i*>(p), v);
-}
-
-// N per output (the file comment), negated and offset: n -= 1 for every product that does NOT
-// count (signs alike, a zero, or lsb_a + lsb_b > T), so N = depth + n. int8, 32 columns per row;
-// threshold[r] holds T - 64 per column, and the wrapping sum of the signed-lsb bytes is <= T - 64
-// exactly for the products that count (gemm_packing.hpp).
-FP8LAB_TARGET_AVX2 inline void truncation_counts(const std::uint8_t* la, const std::uint8_t* lb, std::int64_t depth,
-                                                 const std::int8_t (*threshold)[kGroupCols], std::int8_t (*n)[kGroupCols]) {
-  const __m256i t0 = load_i8x32(threshold[0]), t1 = load_i8x32(threshold[1]), t2 = load_i8x32(threshold[2]),
-                t3 = load_i8x32(threshold[3]);
-  __m256i n0 = _mm256_setzero_si256(), n1 = n0, n2 = n0, n3 = n0;
-#pragma GCC unroll 4
-  for (std::int64_t k = 0; k < depth; ++k) {
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lb + k * kGroupCols));
-    const std::uint8_t* a = la + k * kRows;
-    n0 = _mm256_add_epi8(n0, _mm256_cmpgt_epi8(_mm256_add_epi8(_mm256_set1_epi8(static_cast<char>(a[0])), b), t0));
-    n1 = _mm256_add_epi8(n1, _mm256_cmpgt_epi8(_mm256_add_epi8(_mm256_set1_epi8(static_cast<char>(a[1])), b), t1));
-    n2 = _mm256_add_epi8(n2, _mm256_cmpgt_epi8(_mm256_add_epi8(_mm256_set1_epi8(static_cast<char>(a[2])), b), t2));
-    n3 = _mm256_add_epi8(n3, _mm256_cmpgt_epi8(_mm256_add_epi8(_mm256_set1_epi8(static_cast<char>(a[3])), b), t3));
-  }
-  store_i8x32(n[0], n0), store_i8x32(n[1], n1), store_i8x32(n[2], n2), store_i8x32(n[3], n3);
-}
-
-// int8 maxima of e_a + e_b over the instruction and the floor -64 (gemm_fp8_nt.cpp), 32 columns
-// per row (saturating: a zero:none zero's -126 stays below every real sum, gemm_fp8_nt.cpp).
-FP8LAB_TARGET_AVX2 inline void exponent_maxima(const std::int8_t* ea, const std::int8_t* eb, std::int64_t depth,
-                                               std::int8_t (*e)[kGroupCols]) {
-  __m256i e0 = _mm256_set1_epi8(-64), e1 = e0, e2 = e0, e3 = e0;
-#pragma GCC unroll 4
-  for (std::int64_t k = 0; k < depth; ++k) {
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(eb + k * kGroupCols));
-    const std::int8_t* a = ea + k * kRows;
-    e0 = _mm256_max_epi8(e0, _mm256_adds_epi8(_mm256_set1_epi8(a[0]), b));
-    e1 = _mm256_max_epi8(e1, _mm256_adds_epi8(_mm256_set1_epi8(a[1]), b));
-    e2 = _mm256_max_epi8(e2, _mm256_adds_epi8(_mm256_set1_epi8(a[2]), b));
-    e3 = _mm256_max_epi8(e3, _mm256_adds_epi8(_mm256_set1_epi8(a[3]), b));
-  }
-  store_i8x32(e[0], e0), store_i8x32(e[1], e1), store_i8x32(e[2], e2), store_i8x32(e[3], e3);
-}
-
-// Columns 8q..8q+7 of a row of int8 (panel q), sign-extended to int32.
-FP8LAB_TARGET_AVX2 inline __m256i widen_panel(const std::int8_t* row, int q) {
-  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 8 * q)));
-}
-
-// 4 vectors of 8 int32 (panels 0-3) to 32 int8 in column order (values fit, see the file comment).
-FP8LAB_TARGET_AVX2 inline __m256i narrow_to_int8(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
-  // packs work within 128-bit lanes: dword j of the result holds columns 4j..4j+3 in the order
-  // 0-3, 8-11, 16-19, 24-27, 4-7, 12-15, 20-23, 28-31; the permutation restores column order.
-  const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(v0, v1), _mm256_packs_epi32(v2, v3));
-  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
 // Instructions [first, end) of rows row0..row0+3 and the first kPanels panels of group `group`,
 // carrying the partial p ([row][panel][lane]) from one to the next: the rounded-down window (see
 // the file comment). Every floating-point operation here other than the FMAs gives the same
@@ -167,7 +106,7 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
   const int F = pr.fraction_bits;
   const std::int64_t depth = pr.depth, tile = row0 / kRows;
   const __m256i keep_mask = _mm256_set1_epi32(static_cast<int>(~((1u << (23 - F)) - 1u)));
-  const __m256i exponent_bias = _mm256_set1_epi32(127), scale_exponent = _mm256_set1_epi32(127 + F);
+  const __m256i scale_exponent = _mm256_set1_epi32(127 + F);
   // Bit patterns of powers of two and of the bias, all from the scale 2^(F-E): the exponent
   // fields of 2^(F-E) and 2^(E-F) add to 254, those of 2^(F-E) and the bias 1.5 * 2^(23+E-F)
   // to 277 (uint32 arithmetic, wrapping in int32 lanes).
@@ -180,12 +119,9 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
   alignas(32) float start_low[kRows][kLow][kPanel], start_high[kRows][kHigh][kPanel];
   alignas(32) float acc_low[kRows][kLow][kPanel], acc_high[kRows][kHigh][kPanel];
 
-  const unsigned saved = _mm_getcsr();
-  load_mxcsr((saved & ~static_cast<unsigned>(_MM_ROUND_MASK)) | _MM_ROUND_DOWN);
+  const unsigned saved = enter_round_down();
   for (std::int64_t i = first; i < end; ++i) {
-    const std::int64_t k0 = i * depth;
-    const auto a_at = static_cast<std::size_t>((tile * pr.a.padded_k + k0) * kRows);
-    const auto g_at = static_cast<std::size_t>((group * pr.b.padded_k + k0) * kGroupCols);
+    const auto [a_at, g_at] = instruction_at(pr, tile, group, i);
     exponent_maxima(&pr.a.tile_exponent[a_at], &pr.b.group_exponent[g_at], depth, maxima);
 
     // E per output: the products' maximum (at least -64) and exponent(p) (0 and subnormals give
@@ -197,8 +133,7 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
       for (int q = 0; q < kGroupPanels; ++q) e[q] = _mm256_setzero_si256();  // columns past the panels: unused
       for (int q = 0; q < kPanels; ++q) {
         const __m256 pv = _mm256_load_ps(p[r][q]);
-        const __m256i biased = _mm256_srli_epi32(_mm256_slli_epi32(_mm256_castps_si256(pv), 1), 24);
-        e[q] = _mm256_max_epi32(_mm256_sub_epi32(biased, exponent_bias), widen_panel(maxima[r], q));
+        e[q] = panel_exponents(pv, maxima[r], q);
         const __m256i s = _mm256_slli_epi32(_mm256_sub_epi32(scale_exponent, e[q]), 23);
         _mm256_store_si256(reinterpret_cast<__m256i*>(scale[r][q]), s);
         const __m256i truncated_p = _mm256_cvttps_epi32(_mm256_mul_ps(pv, _mm256_castsi256_ps(s)));
@@ -207,10 +142,7 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
       }
       // count_threshold_byte(E - F - 1) (gemm_packing.hpp) in int8: E lies in [-64, 95] (the
       // ranges above), so neither the narrowing nor the subtraction saturates.
-      const __m256i t = _mm256_subs_epi8(narrow_to_int8(e[0], e[1], e[2], e[3]), _mm256_set1_epi8(static_cast<char>(F + 1)));
-      const __m256i clamped = _mm256_min_epi8(_mm256_max_epi8(t, _mm256_set1_epi8(kCountThresholdMin)),
-                                              _mm256_set1_epi8(kCountThresholdMax));
-      store_i8x32(threshold[r], _mm256_sub_epi8(clamped, _mm256_set1_epi8(kCountThresholdShift)));
+      store_count_thresholds(e, F, threshold[r]);
     }
 
     truncation_counts(&pr.a.tile_lsb[a_at], &pr.b.group_lsb[g_at], depth, threshold, counts);
@@ -238,37 +170,6 @@ FP8LAB_TARGET_AVX2 __attribute__((noinline)) void floor_instructions(const Floor
   load_mxcsr(saved);
 }
 
-// Rows row0..row0+3 and the first kPanels panels of group `group`, over the whole of K: one
-// rounded-down window per promotion interval, promotions (rounded to nearest) between them.
-template <int kPanels>
-FP8LAB_TARGET_AVX2 void tile_floor(const FloorProblem& pr, std::int64_t row0, std::int64_t group) {
-  const std::int64_t depth = pr.depth, panel0 = group * kGroupPanels;
-  alignas(32) float p[kRows][kPanels][kPanel] = {};      // the partial of the current interval
-  alignas(32) float total[kRows][kPanels][kPanel] = {};  // the FP32 accumulator promotions add into
-  for (std::int64_t first = 0; first < pr.instructions;) {
-    const std::int64_t last = last_of_interval(pr.plan, depth, first);
-    floor_instructions<kPanels>(pr, row0, group, first, last + 1, p);
-    const std::int64_t j = interval_of(pr.plan, depth, last);  // promotion: total += p * s_a * s_b
-    for (int q = 0; q < kPanels; ++q) {
-      const __m256 sb = _mm256_loadu_ps(&pr.b.scale[static_cast<std::size_t>(((panel0 + q) * pr.plan.intervals + j) * kPanel)]);
-      for (std::int64_t r = 0; r < kRows; ++r) {
-        const __m256 s =
-            _mm256_mul_ps(_mm256_set1_ps(pr.a.scale[static_cast<std::size_t>((row0 + r) * pr.plan.intervals + j)]), sb);
-        _mm256_store_ps(total[r][q], _mm256_fmadd_ps(_mm256_load_ps(p[r][q]), s, _mm256_load_ps(total[r][q])));
-        _mm256_store_ps(p[r][q], _mm256_setzero_ps());
-      }
-    }
-    first = last + 1;
-  }
-  for (std::int64_t r = 0; r < kRows && row0 + r < pr.out_rows; ++r)
-    for (int q = 0; q < kPanels; ++q)
-      for (std::int64_t lane = 0; lane < kPanel; ++lane) {
-        const std::int64_t col = (panel0 + q) * kPanel + lane;
-        if (col >= pr.out_cols) break;
-        pr.out[(row0 + r) * pr.out_cols + col] = stored_output(total[r][q][lane], pr.bf16);
-      }
-}
-
 }  // namespace
 
 bool floor_tile_holds(const AccumulationModel& m) {
@@ -279,10 +180,10 @@ bool floor_tile_holds(const AccumulationModel& m) {
 
 static FP8LAB_TARGET_AVX2 void tile_floor_avx2(const FloorProblem& pr, std::int64_t row0, std::int64_t group, std::int64_t panels) {
   switch (panels) {
-    case 1: return tile_floor<1>(pr, row0, group);
-    case 2: return tile_floor<2>(pr, row0, group);
-    case 3: return tile_floor<3>(pr, row0, group);
-    default: return tile_floor<4>(pr, row0, group);
+    case 1: return floor_tile<1, floor_instructions<1>>(pr, row0, group);
+    case 2: return floor_tile<2, floor_instructions<2>>(pr, row0, group);
+    case 3: return floor_tile<3, floor_instructions<3>>(pr, row0, group);
+    default: return floor_tile<4, floor_instructions<4>>(pr, row0, group);
   }
 }
 
@@ -306,6 +207,7 @@ std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan
           case FloorTile::wide_avx512: tile_floor_wide_avx512(pr, r, group); break;
           case FloorTile::fp32_wide_avx2: tile_fp32_wide_avx2(pr, r, group); break;
           case FloorTile::fp32_wide_avx512: tile_fp32_wide_avx512(pr, r, group); break;
+          case FloorTile::fp64_avx2: tile_floor_fp64_avx2(pr, r, group, std::min(kGroupPanels, b.panels - group * kGroupPanels)); break;
         }
   }
   return out;

@@ -76,8 +76,10 @@ bool floor_tile_holds(const AccumulationModel& m);
 // Which micro-tile runs on the floor layout (4 rows x groups of 32 columns): the AVX2 floor
 // micro-tile (8 lanes, gemm_fp8_nt_floor.cpp), or the 16-lane one (gemm_fp8_nt_floor_wide.cpp)
 // as AVX-512 CPUs run it or its AVX2 build (tests); or the fp32 model's 16-lane micro-tile
-// (same file), likewise.
-enum class FloorTile { avx2, wide_avx2, wide_avx512, fp32_wide_avx2, fp32_wide_avx512 };
+// (same file), likewise; or, for the truncating fused models past the FP32 tiles' ranges, the
+// floor micro-tile in FP64 lanes (gemm_fp8_nt_floor_fp64.cpp, AVX2, on the FP64 values of the
+// layout: PackLayout::floor_fp64).
+enum class FloorTile { avx2, wide_avx2, wide_avx512, fp32_wide_avx2, fp32_wide_avx512, fp64_avx2 };
 
 // What a floor micro-tile (4 rows x one group of kGroupCols columns) reads and where it
 // writes: the finished outputs, [out_rows][out_cols].
@@ -91,6 +93,14 @@ struct FloorProblem {
   std::int64_t out_rows, out_cols;
   bool bf16;
 };
+
+// Can the FP64 floor micro-tile run this model? Truncation (rz), F <= 36, D <= 127 (and so
+// (4 D + 2) 2^F <= 2^51): gemm_fp8_nt_floor_fp64.cpp derives them.
+bool fp64_floor_tile_holds(const AccumulationModel& m);
+
+// Rows row0..row0+3 and the first `panels` (1-4) panels of group `group` over the whole of K, by
+// the FP64 floor micro-tile.
+void tile_floor_fp64_avx2(const FloorProblem& pr, std::int64_t row0, std::int64_t group, std::int64_t panels);
 
 // Rows row0..row0+3 and group `group` over the whole of K, by the 16-lane floor micro-tile.
 void tile_floor_wide_avx512(const FloorProblem& pr, std::int64_t row0, std::int64_t group);

@@ -80,9 +80,9 @@ void fill_interval_scales(const QuantizedTensor& q, const GemmPlan& plan, std::i
 // [k * stride + j]. Returns whether every code was finite.
 // Raw pointers and a local copy of `codes`: stores through int8 pointers may alias anything, so
 // the compiler would otherwise reload vector data pointers and code pointers on every element.
-template <int kLines>
+template <int kLines, class Value>
 bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&lines)[kLines], std::int64_t count,
-                        const std::array<std::uint8_t, 256>& count_byte, std::int64_t stride, float* value,
+                        const std::array<std::uint8_t, 256>& count_byte, std::int64_t stride, Value* value,
                         std::int8_t* exponent, std::uint8_t* lsb) {
   const std::uint8_t* codes[kLines];
   std::copy_n(lines, kLines, codes);
@@ -91,12 +91,32 @@ bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&line
     for (int j = 0; j < kLines; ++j) {
       if (codes[j] == nullptr) continue;
       const std::uint8_t c = codes[j][k];
-      value[k * stride + j] = table.value[c];
+      value[k * stride + j] = static_cast<Value>(table.value[c]);  // exact (FP32 to FP64 too)
       exponent[k * stride + j] = table.exponent8[c];
       lsb[k * stride + j] = count_byte[c];
       finite = finite && table.finite[c];
     }
   return finite;
+}
+
+// unpack_floor_lines into the layout's values: `value` (FP32) or, for PackLayout::floor_fp64,
+// `value64` (FP64), both [.. at + k * stride + j].
+template <int kLines>
+bool unpack_floor_values(PackLayout layout, const CodeTable& table, const std::uint8_t* const (&lines)[kLines],
+                         std::int64_t count, const std::array<std::uint8_t, 256>& count_byte, std::int64_t stride,
+                         std::size_t at, std::vector<float>& value, std::vector<double>& value64, std::int8_t* exponent,
+                         std::uint8_t* lsb) {
+  if (layout == PackLayout::floor_fp64)
+    return unpack_floor_lines<kLines>(table, lines, count, count_byte, stride, &value64[at], exponent, lsb);
+  return unpack_floor_lines<kLines>(table, lines, count, count_byte, stride, &value[at], exponent, lsb);
+}
+
+// `size` zero values of the layout: FP32 in `value`, or FP64 in `value64` (PackLayout::floor_fp64).
+void assign_floor_values(PackLayout layout, std::size_t size, std::vector<float>& value, std::vector<double>& value64) {
+  if (layout == PackLayout::floor_fp64)
+    value64.assign(size, 0.0);
+  else
+    value.assign(size, 0.0f);
 }
 
 // One operand row of codes into values and exponents written `stride` apart, raising the
@@ -116,7 +136,7 @@ bool unpack_row(const CodeTable& table, const std::uint8_t* codes, std::int64_t 
 }  // namespace
 
 PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
-               const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool floor_count, bool& all_finite) {
+               const std::vector<std::int64_t>& selection, std::int64_t row_multiple, PackLayout layout, bool& all_finite) {
   const CodeTable& table = table_for(q.config.format.fp8(), zero);
   const std::vector<std::int64_t> rows = all_or(selection, q.rows);
   const std::int64_t instructions = plan.padded_k / depth;
@@ -128,10 +148,10 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   const auto size = static_cast<std::size_t>(p.padded_rows * p.padded_k);
   p.scale.assign(static_cast<std::size_t>(p.padded_rows * plan.intervals), 1.0f);
   bool finite = true;
-  if (floor_count) {
+  if (layout != PackLayout::convert) {
     // Only what the floor micro-tile reads, straight from the codes in [tile][k][row] order
     // (padding rows and K: zero codes).
-    p.tile_value.assign(size, 0.0f);
+    assign_floor_values(layout, size, p.tile_value, p.tile_value64);
     p.tile_exponent.assign(size, static_cast<std::int8_t>(padding_exponent));
     p.tile_lsb.assign(size, kZeroLsbByteA);
     // By tile, k outer: the writes run sequentially through [tile][k][row].
@@ -145,8 +165,8 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
         fill_interval_scales(q, plan, rows[static_cast<std::size_t>(i)], &p.scale[static_cast<std::size_t>(i * plan.intervals)], 1);
       }
       const auto tile_at = static_cast<std::size_t>(tile * p.padded_k * kRowsPerTile);
-      finite = unpack_floor_lines<kRowsPerTile>(table, codes, q.cols, table.count_byte_a, kRowsPerTile, &p.tile_value[tile_at],
-                                                &p.tile_exponent[tile_at], &p.tile_lsb[tile_at]) &&
+      finite = unpack_floor_values<kRowsPerTile>(layout, table, codes, q.cols, table.count_byte_a, kRowsPerTile, tile_at,
+                                                 p.tile_value, p.tile_value64, &p.tile_exponent[tile_at], &p.tile_lsb[tile_at]) &&
                finite;
     }
     all_finite = all_finite && finite;
@@ -178,7 +198,7 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
 }
 
 PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
-               const std::vector<std::int64_t>& selection, bool floor_count, bool& all_finite) {
+               const std::vector<std::int64_t>& selection, PackLayout layout, bool& all_finite) {
   const CodeTable& table = table_for(q.config.format.fp8(), zero);
   const std::vector<std::int64_t> cols = all_or(selection, q.rows);
   const std::int64_t instructions = plan.padded_k / depth;
@@ -189,12 +209,13 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   const std::int32_t padding_exponent = table.exponent[0];
   p.scale.assign(static_cast<std::size_t>(p.panels * plan.intervals * kPanel), 1.0f);
   bool finite = true;
-  if (floor_count) {
+  if (layout != PackLayout::convert) {
     // Values and bytes in the group layout, straight from the codes.
     p.groups = (p.panels + kGroupPanels - 1) / kGroupPanels;
-    p.value.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), 0.0f);
-    p.group_exponent.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), static_cast<std::int8_t>(padding_exponent));
-    p.group_lsb.assign(static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols), kZeroLsbByteB);
+    const auto size = static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols);
+    assign_floor_values(layout, size, p.value, p.value64);
+    p.group_exponent.assign(size, static_cast<std::int8_t>(padding_exponent));
+    p.group_lsb.assign(size, kZeroLsbByteB);
     // By panel, k outer: the writes run sequentially through [group][k][...].
 #pragma omp parallel for reduction(&& : finite)
     for (std::int64_t panel = 0; panel < p.panels; ++panel) {
@@ -206,8 +227,8 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
       }
       const std::int64_t group = panel / kGroupPanels, column0 = (panel % kGroupPanels) * kPanel;
       const auto group_at = static_cast<std::size_t>(group * p.padded_k * kGroupCols + column0);
-      finite = unpack_floor_lines<kPanel>(table, codes, q.cols, table.count_byte_b, kGroupCols, &p.value[group_at],
-                                          &p.group_exponent[group_at], &p.group_lsb[group_at]) &&
+      finite = unpack_floor_values<kPanel>(layout, table, codes, q.cols, table.count_byte_b, kGroupCols, group_at, p.value,
+                                           p.value64, &p.group_exponent[group_at], &p.group_lsb[group_at]) &&
                finite;
     }
     all_finite = all_finite && finite;

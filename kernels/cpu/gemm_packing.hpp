@@ -69,6 +69,7 @@ struct PackedA {         // padded_rows x padded_k, row-major; rows past `rows` 
   // Floor-and-count layout (empty unless asked for), [row tile][k][row in tile]: the signed-lsb
   // bytes (above).
   std::vector<std::uint8_t> tile_lsb;
+  std::vector<double> tile_value64;           // PackLayout::floor_fp64: the values in tile_value's order, in FP64
 };
 
 struct PackedB {         // panels of kPanel columns: [panel][k][lane] (floor layout: see below)
@@ -85,19 +86,24 @@ struct PackedB {         // panels of kPanel columns: [panel][k][lane] (floor la
   std::int64_t groups = 0;
   std::vector<std::int8_t> group_exponent;    // [group][k][c]
   std::vector<std::uint8_t> group_lsb;       // [group][k][c]: the signed-lsb bytes (above)
+  std::vector<double> value64;               // PackLayout::floor_fp64: the values in FP64, [group][k][c]
 };
 
 // `selection` lists the rows of q to take (all when empty). A's rows are padded with zeros
 // to a multiple of `row_multiple` (whole micro-tiles). `all_finite` is cleared when a taken
 // code is NaN or inf.
 // `zero` is the accumulation model's exponent convention for FP8 zeros (and the K padding).
-// `floor_count` fills the floor-and-count layout and, of the rest, only values and scales
-// (A: tile_value and tile_exponent; B: value), all the floor micro-tiles read. The fp32 model's
-// 16-lane micro-tile reads only the values and scales of this layout (it takes the bytes too:
-// packing is a few percent of a GEMM, and one layout keeps one packing path).
+// `layout` floor fills the floor-and-count layout and, of the rest, only values and scales
+// (A: tile_value and tile_exponent; B: value), all the FP32 floor micro-tiles read. The fp32
+// model's 16-lane micro-tile reads only the values and scales of this layout (it takes the bytes
+// too: packing is a few percent of a GEMM, and one layout keeps one packing path). floor_fp64
+// fills the same, with the values in FP64 instead (A: tile_value64, B: value64): the FP64 floor
+// micro-tile's FMAs read them as they are (converting in its inner loop would cost a quarter of
+// its FMA throughput).
+enum class PackLayout { convert, floor, floor_fp64 };
 PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
-               const std::vector<std::int64_t>& selection, std::int64_t row_multiple, bool floor_count, bool& all_finite);
+               const std::vector<std::int64_t>& selection, std::int64_t row_multiple, PackLayout layout, bool& all_finite);
 PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t depth, AccumulationModel::ZeroExponent zero,
-               const std::vector<std::int64_t>& selection, bool floor_count, bool& all_finite);
+               const std::vector<std::int64_t>& selection, PackLayout layout, bool& all_finite);
 
 }  // namespace fp8lab::cpu::detail

@@ -4,8 +4,9 @@
 //    128, M not of 4, N not of 8), every finite code (subnormals, extremes, mixed signs),
 //    wide and positive-only data, every accumulation model and zero convention, every SIMD
 //    path this CPU has (scalar, AVX2, AVX-512: the floor micro-tile where the model allows it),
-//    the AVX2 micro-tile with a conversion per term, and both 16-lane AVX-512 micro-tiles
-//    (with a conversion per term, and the floor one) built for AVX2,
+//    the AVX2 micro-tile with a conversion per term, both 16-lane AVX-512 micro-tiles
+//    (with a conversion per term, and the floor one) built for AVX2, and the floor micro-tile in
+//    FP64 lanes (gemm_fp8_nt_floor_fp64_ref_test.cpp checks it in depth),
 //    for both single formats and both mixes (E4M3 x E5M2 and E5M2 x E4M3, as Transformer
 //    Engine's HYBRID backward runs them);
 // 2. against the FP64 GEMM on integer-valued operands with power-of-two scales, where both
@@ -22,14 +23,8 @@ using namespace fp8lab;
 
 namespace {
 
-// A's and B's formats: the two single-format GEMMs and the two mixes.
-struct FormatPair {
-  Fp8Format a, b;
-};
-constexpr FormatPair kFormatPairs[] = {{Fp8Format::e4m3, Fp8Format::e4m3},
-                                       {Fp8Format::e5m2, Fp8Format::e5m2},
-                                       {Fp8Format::e4m3, Fp8Format::e5m2},
-                                       {Fp8Format::e5m2, Fp8Format::e4m3}};
+using test::FormatPair;
+using test::kFormatPairs;
 
 struct Mismatch {
   std::size_t count = 0;
@@ -82,6 +77,13 @@ void check_against_model(const QuantizedTensor& a, const QuantizedTensor& b, con
     convert.force_convert_tiles = true;
     m = compare(cpu::gemm_nt(a, b, config, convert), want);
     INFO("AVX2 conversion path: " << m.count << " mismatches, max ulp " << m.max_ulp);
+    CHECK(m.count == 0);
+    // The floor micro-tile in FP64 lanes (for every truncating fused model it holds; the default
+    // selection runs it only past the FP32 micro-tiles' ranges).
+    cpu::GemmOptions fp64_floor;
+    fp64_floor.force_fp64_floor_tiles = true;
+    m = compare(cpu::gemm_nt(a, b, config, fp64_floor), want);
+    INFO("FP64 floor path: " << m.count << " mismatches, max ulp " << m.max_ulp);
     CHECK(m.count == 0);
   }
 }

@@ -10,6 +10,16 @@
 
 namespace fp8lab::test {
 
+// A's and B's formats: the two single-format GEMMs and the two mixes (E4M3 x E5M2 and E5M2 x
+// E4M3, as Transformer Engine's HYBRID backward runs them).
+struct FormatPair {
+  Fp8Format a, b;
+};
+constexpr FormatPair kFormatPairs[] = {{Fp8Format::e4m3, Fp8Format::e4m3},
+                                       {Fp8Format::e5m2, Fp8Format::e5m2},
+                                       {Fp8Format::e4m3, Fp8Format::e5m2},
+                                       {Fp8Format::e5m2, Fp8Format::e4m3}};
+
 // Every finite code of the format equally likely (subnormals, zeros, extremes, both signs),
 // scales FP32 values spread over 2^-8..2^8 (or powers of two).
 inline QuantizedTensor random_code_operand(std::int64_t rows, std::int64_t cols, Fp8Format format,
