@@ -11,18 +11,9 @@
 #include "reference/nvfp4_4over6_ref.hpp"
 #include "tests/support/adversarial_tensors.hpp"
 #include "tests/support/format_points.hpp"
+#include "tests/support/quantized_vs_reference.hpp"
 
 using namespace fp8lab;
-
-namespace {
-
-bool same_float(float a, double b) {
-  const float bf = static_cast<float>(b);
-  if (std::isnan(a) || std::isnan(bf)) return std::isnan(a) && std::isnan(bf);
-  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(bf);
-}
-
-}  // namespace
 
 TEST_CASE("cpu quantize nvfp4:4over6 equals the FP64 reference (1x16 and 16x16 blocks, ragged)") {
   constexpr std::int64_t kRows = 40, kCols = 100;  // 40 = 2.5 blocks of 16 rows, 100 = 6.25 of 16 columns
@@ -42,28 +33,7 @@ TEST_CASE("cpu quantize nvfp4:4over6 equals the FP64 reference (1x16 and 16x16 b
         const QuantizedTensor q = cpu::quantize(tensor.values, kRows, kCols, config);
         const std::vector<float> dq = cpu::dequantize(q);
         const ref::QuantizedRef r = ref::quantize_nvfp4_4over6_ref(x, q.tile_rows, q.tile_cols);
-        REQUIRE(q.scale_rows == r.scales.rows());
-        REQUIRE(q.scale_cols == r.scales.cols());
-        CHECK(same_float(q.tensor_scale.encode, r.tensor_scale.encode));
-        CHECK(same_float(q.tensor_scale.decode, r.tensor_scale.decode));
-        std::size_t scale_mismatches = 0, code_mismatches = 0, dequant_mismatches = 0;
-        for (Eigen::Index i = 0; i < r.scales.rows(); ++i)
-          for (Eigen::Index j = 0; j < r.scales.cols(); ++j) {
-            const float s = q.scales[static_cast<std::size_t>(i * q.scale_cols + j)];
-            if (!same_float(s, r.scales(i, j)) && ++scale_mismatches <= 3)
-              UNSCOPED_INFO("block (" << i << ", " << j << ") scale " << s << ", reference " << r.scales(i, j));
-          }
-        for (std::int64_t i = 0; i < kRows; ++i)
-          for (std::int64_t j = 0; j < kCols; ++j) {
-            const auto k = static_cast<std::size_t>(i * kCols + j);
-            if (q.codes[k] != r.codes(i, j) && ++code_mismatches <= 3)
-              UNSCOPED_INFO("(" << i << ", " << j << ") x = " << tensor.values[k] << ": code " << int(q.codes[k])
-                                << ", reference " << r.codes(i, j));
-            if (!same_float(dq[k], r.dequantized(i, j))) ++dequant_mismatches;
-          }
-        CHECK(scale_mismatches == 0);
-        CHECK(code_mismatches == 0);
-        CHECK(dequant_mismatches == 0);
+        test::check_matches_reference(q, tensor.values, dq, r);
       }
     }
   }

@@ -14,29 +14,19 @@
 #include "tests/support/adversarial_tensors.hpp"
 #include "tests/support/format_points.hpp"
 #include "tests/support/quantize_cases.hpp"
+#include "tests/support/quantized_vs_reference.hpp"
 
 using namespace fp8lab;
 
 namespace {
 
+using test::ElementCase;
+using test::element_cases;
+using test::same_float;
+
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kFltMax = std::numeric_limits<float>::max();
-
-struct ElementCase {
-  ElementFormat kernel;
-  const ref::FormatDefinition& reference;
-  test::TableFormat table;
-};
-
-std::vector<ElementCase> element_cases() {
-  using Kind = ElementFormat::Kind;
-  return {{Kind::e4m3, ref::e4m3(), test::kE4M3Table},
-          {Kind::e5m2, ref::e5m2(), test::kE5M2Table},
-          {Kind::e2m1, ref::e2m1(), test::kE2M1Table},
-          {Kind::e3m2, ref::e3m2(), test::kE3M2Table},
-          {Kind::e2m3, ref::e2m3(), test::kE2M3Table}};
-}
 
 const std::vector<ScaleRule>& all_rules() {
   static const std::vector<ScaleRule> rules = {
@@ -51,12 +41,6 @@ bool serves(ScaleRule rule, ElementFormat f) {
 }
 
 // Equal bit patterns, or both NaN (the rules do not promise a NaN payload).
-bool same_float(float a, double b) {
-  const float bf = static_cast<float>(b);
-  if (std::isnan(a) || std::isnan(bf)) return std::isnan(a) && std::isnan(bf);
-  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(bf);
-}
-
 // Every FP32 binade with several significands: exact powers of two and their neighbours,
 // 1.75 and up (FLOOR's clipping range), random ones; and 0, subnormals, FLT_MAX, inf, NaN.
 std::vector<float> amax_sweep() {
@@ -165,28 +149,7 @@ TEST_CASE("cpu quantize equals the FP64 reference for every rule and element for
             const std::vector<float> dq = cpu::dequantize(q);
             const ref::QuantizedRef r = ref::quantize_ref(x, q.tile_rows, q.tile_cols, format.reference,
                                                           test::reference_rule(rule));
-            REQUIRE(q.scale_rows == r.scales.rows());
-            REQUIRE(q.scale_cols == r.scales.cols());
-            CHECK(same_float(q.tensor_scale.decode, r.tensor_scale.decode));
-            CHECK(same_float(q.tensor_scale.encode, r.tensor_scale.encode));
-            std::size_t scale_mismatches = 0, code_mismatches = 0, dequant_mismatches = 0;
-            for (Eigen::Index i = 0; i < r.scales.rows(); ++i)
-              for (Eigen::Index j = 0; j < r.scales.cols(); ++j) {
-                const float s = q.scales[static_cast<std::size_t>(i * q.scale_cols + j)];
-                if (!same_float(s, r.scales(i, j)) && ++scale_mismatches <= 3)
-                  UNSCOPED_INFO("scale (" << i << ", " << j << ") " << s << ", reference " << r.scales(i, j));
-              }
-            for (std::int64_t i = 0; i < kRows; ++i)
-              for (std::int64_t j = 0; j < kCols; ++j) {
-                const auto k = static_cast<std::size_t>(i * kCols + j);
-                if (q.codes[k] != r.codes(i, j) && ++code_mismatches <= 3)
-                  UNSCOPED_INFO("(" << i << ", " << j << ") x = " << tensor.values[k] << ": code " << int(q.codes[k])
-                                    << ", reference " << r.codes(i, j));
-                if (!same_float(dq[k], r.dequantized(i, j))) ++dequant_mismatches;
-              }
-            CHECK(scale_mismatches == 0);
-            CHECK(code_mismatches == 0);
-            CHECK(dequant_mismatches == 0);
+            test::check_matches_reference(q, tensor.values, dq, r);
           }
         }
       }

@@ -16,31 +16,11 @@
 #include "tests/support/adversarial_tensors.hpp"
 #include "tests/support/format_points.hpp"
 #include "tests/support/quantize_cases.hpp"
+#include "tests/support/quantized_vs_reference.hpp"
 
 using namespace fp8lab;
 
 namespace {
-
-struct SrFormatCase {
-  ElementFormat kernel;
-  const ref::FormatDefinition& reference;
-  test::TableFormat table;
-};
-
-std::vector<SrFormatCase> sr_formats() {
-  using Kind = ElementFormat::Kind;
-  return {{Kind::e4m3, ref::e4m3(), test::kE4M3Table},
-          {Kind::e5m2, ref::e5m2(), test::kE5M2Table},
-          {Kind::e2m1, ref::e2m1(), test::kE2M1Table},
-          {Kind::e3m2, ref::e3m2(), test::kE3M2Table},
-          {Kind::e2m3, ref::e2m3(), test::kE2M3Table}};
-}
-
-bool same_float(float a, double b) {
-  const float bf = static_cast<float>(b);
-  if (std::isnan(a) || std::isnan(bf)) return std::isnan(a) && std::isnan(bf);
-  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(bf);
-}
 
 // Boundary points of the format (values, midpoints, their FP32 neighbours, overflow, inf, NaN)
 // and random FP32 values over every binade from FP32 subnormals to twice the format's maximum.
@@ -73,7 +53,7 @@ TEST_CASE("stochastic draw: SplitMix64's published first outputs for seed 0, and
 
 TEST_CASE("stochastic element rounding equals the FP64 reference for every element format, value and draw") {
   std::mt19937 rng(11);
-  for (const SrFormatCase& format : sr_formats()) {
+  for (const test::ElementCase& format : test::element_cases()) {
     DYNAMIC_SECTION(format.kernel.name()) {
       const std::vector<float> points = element_points(format.table);
       // Draws at the ends and middle of the range, and random ones.
@@ -100,7 +80,7 @@ TEST_CASE("cpu quantize with stochastic rounding equals the FP64 reference (E4M3
   constexpr std::int64_t kRows = 32, kCols = 100;  // ragged for 1x16, 1x32 and 16x16
   const std::vector<ScaleRule> one_level = {ScaleRule::fp32, ScaleRule::pow2,    ScaleRule::deepgemm, ScaleRule::te,
                                             ScaleRule::div,  ScaleRule::mx,      ScaleRule::mx_rceil};
-  for (const SrFormatCase& format : sr_formats()) {
+  for (const test::ElementCase& format : test::element_cases()) {
     if (format.kernel.kind() == ElementFormat::Kind::e3m2 || format.kernel.kind() == ElementFormat::Kind::e2m3)
       continue;  // the element test above covers the FP6 formats
     std::vector<ScaleRule> rules = one_level;
@@ -125,22 +105,7 @@ TEST_CASE("cpu quantize with stochastic rounding equals the FP64 reference (E4M3
               const std::vector<float> dq = cpu::dequantize(q);
               const ref::QuantizedRef r = ref::quantize_ref(x, q.tile_rows, q.tile_cols, format.reference,
                                                             test::reference_rule(rule), {true, seed});
-              std::size_t code_mismatches = 0, scale_mismatches = 0, dequant_mismatches = 0;
-              for (Eigen::Index i = 0; i < r.scales.rows(); ++i)
-                for (Eigen::Index j = 0; j < r.scales.cols(); ++j)
-                  if (!same_float(q.scales[static_cast<std::size_t>(i * q.scale_cols + j)], r.scales(i, j)))
-                    ++scale_mismatches;
-              for (std::int64_t i = 0; i < kRows; ++i)
-                for (std::int64_t j = 0; j < kCols; ++j) {
-                  const auto k = static_cast<std::size_t>(i * kCols + j);
-                  if (q.codes[k] != r.codes(i, j) && ++code_mismatches <= 3)
-                    UNSCOPED_INFO("(" << i << ", " << j << ") x = " << tensor.values[k] << ": code " << int(q.codes[k])
-                                      << ", reference " << r.codes(i, j));
-                  if (!same_float(dq[k], r.dequantized(i, j))) ++dequant_mismatches;
-                }
-              CHECK(scale_mismatches == 0);
-              CHECK(code_mismatches == 0);
-              CHECK(dequant_mismatches == 0);
+              test::check_matches_reference(q, tensor.values, dq, r);
             }
           }
     }

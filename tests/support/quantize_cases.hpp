@@ -21,6 +21,23 @@ inline std::vector<FormatCase> format_cases() {
   return {{Fp8Format::e4m3, ref::e4m3(), kE4M3Table}, {Fp8Format::e5m2, ref::e5m2(), kE5M2Table}};
 }
 
+// Every element format of the quantizer (the FP8 pair, FP4 and the FP6 pair), as FormatCase pairs
+// the FP8 ones.
+struct ElementCase {
+  ElementFormat kernel;
+  const ref::FormatDefinition& reference;
+  TableFormat table;
+};
+
+inline std::vector<ElementCase> element_cases() {
+  using Kind = ElementFormat::Kind;
+  return {{Kind::e4m3, ref::e4m3(), kE4M3Table},
+          {Kind::e5m2, ref::e5m2(), kE5M2Table},
+          {Kind::e2m1, ref::e2m1(), kE2M1Table},
+          {Kind::e3m2, ref::e3m2(), kE3M2Table},
+          {Kind::e2m3, ref::e2m3(), kE2M3Table}};
+}
+
 struct GranularityCase {
   std::string text;      // as the CLI takes it
   bool whole_rows;       // tile spans all rows (tensor)
