@@ -91,7 +91,7 @@ struct OptimizerState {
 };
 
 RunCheckpoint snapshot(const std::string& identity, std::int64_t next_step, const std::vector<StepRecord>& records,
-                       LlamaWeights& weights, const OptimizerState& state) {
+                       const LlamaWeights& weights, const OptimizerState& state) {
   RunCheckpoint c{identity, next_step, state.updates, state.scaler.state(), records, {}, {}};
   for (const DelayedOperand& d : state.delayed.operands())
     c.delayed.push_back({d.key, d.scaler.config(), d.scaler.history(), d.scaler.scale()});
