@@ -35,12 +35,13 @@ namespace fp8lab::train {
 // Query rows and key columns per tile: FlashAttention-2's usual tile edge for head sizes up to
 // 128 (the block size fixes the online softmax's order, so it is part of the bits).
 inline constexpr std::int64_t kFlashBlock = 64;
-// Below this many positions the heads run on one thread (the naive loops' threshold): thread
-// start-up would cost more than the work. Bits do not depend on it.
+// Below this many positions the heads run on one thread: a thread team's start would cost more
+// than the work (stories260K's 256 positions repay it). Bits do not depend on it.
 inline constexpr std::int64_t kFlashParallelMinPositions = 128;
 
-// Workspace per lane: forward a transposed key block (hs x block), one score row and the
-// running max and sum of a query block; backward transposed key and value blocks and two rows.
+// Workspace per lane: forward a transposed key block (hs x block), a block x block tile of scores
+// and the running max and sum of a query block; backward transposed key and value blocks and two
+// block x block tiles (probabilities, then dp / ds).
 std::int64_t flash_forward_lane_elements(std::int64_t head_size);
 std::int64_t flash_backward_lane_elements(std::int64_t head_size);
 
