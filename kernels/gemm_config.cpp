@@ -1,7 +1,10 @@
 #include "kernels/gemm_config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <stdexcept>
+
+#include "kernels/block_scaled_mma.hpp"
 
 namespace fp8lab {
 namespace {
@@ -15,6 +18,18 @@ int parse_int(std::string_view digits, std::string_view whole, const char* what)
   return value;
 }
 
+GemmPlan plan_block_scaled_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config) {
+  if (!config.promotion.never)
+    throw std::invalid_argument("promotion interval " + config.promotion.to_string() +
+                                ": b200's block-scaled MMA keeps its FP32 accumulator in the tensor core over all of K "
+                                "(promotion never)");
+  const BlockScaledMma mma = block_scaled_mma_for(a, b);
+  GemmPlan plan{a.rows, b.rows, a.cols, 0, 0, 1};
+  plan.padded_k = std::max<std::int64_t>(mma.depth, (plan.k + mma.depth - 1) / mma.depth * mma.depth);
+  plan.interval = plan.padded_k;
+  return plan;
+}
+
 }  // namespace
 
 AccumulationModel AccumulationModel::parse(std::string_view whole) {
@@ -26,9 +41,9 @@ AccumulationModel AccumulationModel::parse(std::string_view whole) {
     if (text.ends_with(suffix)) {
       text.remove_suffix(suffix.size());
       zero = value;
-      if (text == "fp32")
-        throw std::invalid_argument("accumulation model '" + std::string(whole) +
-                                    "': the zero convention applies to the fused models only, not fp32");
+      if (text == "fp32" || text == "b200")
+        throw std::invalid_argument("accumulation model '" + std::string(whole) + "': the zero convention applies to the fused models only, not " +
+                                    std::string(text));
       break;
     }
   AccumulationModel model = parse_without_zero(text);
@@ -39,9 +54,10 @@ AccumulationModel AccumulationModel::parse(std::string_view whole) {
 AccumulationModel AccumulationModel::parse_without_zero(std::string_view text) {
   if (text == "hopper") return hopper();
   if (text == "fp32") return fp32();
+  if (text == "b200") return b200();
   const auto usage = [&] {
     return std::invalid_argument("accumulation model '" + std::string(text) +
-                                 "' is not one of hopper, fp32, bits:F,depth:D,round:rz|rne (fused ones "
+                                 "' is not one of hopper, fp32, b200, bits:F,depth:D,round:rz|rne (fused ones "
                                  "optionally followed by ,zero:none|min)");
   };
   if (!text.starts_with("bits:")) throw usage();
@@ -79,6 +95,7 @@ AccumulationModel AccumulationModel::parse_without_zero(std::string_view text) {
 
 std::string AccumulationModel::to_string() const {
   if (kind == Kind::fp32) return "fp32";
+  if (kind == Kind::block_scaled) return "b200";
   const std::string zero = zero_exponent == ZeroExponent::min ? ",zero:min" : "";
   AccumulationModel with_default_zero = *this;
   with_default_zero.zero_exponent = ZeroExponent::none;
@@ -111,8 +128,10 @@ GemmPlan plan_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Gem
     throw std::invalid_argument("A is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + " and B is " +
                                 std::to_string(b.rows) + "x" + std::to_string(b.cols) +
                                 ": both must be K-major with the same K (C = A * B^T)");
-  // The GEMMs take FP8 codes with one dequantization scale per tile: no FP4/FP6 element
-  // format, and no two-level (nvfp4) rule, whose tile scale is not the whole dequantization.
+  if (config.accumulation.kind == AccumulationModel::Kind::block_scaled) return plan_block_scaled_gemm(a, b, config);
+  // The promoted GEMMs take FP8 codes with one dequantization scale per tile: no FP4/FP6
+  // element format, and no two-level (nvfp4) rule, whose tile scale is not the whole
+  // dequantization.
   for (const auto& [name, q] : {std::pair<const char*, const QuantizedTensor*>{"A", &a}, {"B", &b}}) {
     q->config.format.fp8();  // throws naming the format
     if (scale_rule_math(q->config.scale_rule).two_level)

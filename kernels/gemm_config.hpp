@@ -10,6 +10,10 @@
 //                                largest unnormalized exponent E, keep F fraction bits of each
 //                                (truncated or rounded), sum exactly, normalize the sum to F bits
 //   fp32                       = p = fma32(a_k, b_k, p) for k in order (ideal promotion baseline)
+//   b200                       Blackwell's block-scaled MMA (kernels/block_scaled_mma.hpp): the
+//                              block scales enter the instruction and the FP32 accumulator runs
+//                              over all of K, so its promotion is `never`; the instruction kind
+//                              (mxf8f6f4, mxf4nvf4) follows from the operands' formats and scales
 // The fused models take an optional ",zero:none|min": the exponent an FP8 zero gets in the
 // alignment step (DESIGN.md section 2, "open corner"), a question Hopper silicon decides:
 //   none (default) a zero operand has exponent -126 (MMA-Sim, Xie et al. 2025, whose probes
@@ -26,7 +30,7 @@
 namespace fp8lab {
 
 struct AccumulationModel {
-  enum class Kind { fused, fp32 };
+  enum class Kind { fused, fp32, block_scaled };
   enum class Rounding { rz, rne };
   enum class ZeroExponent { none, min };
   Kind kind = Kind::fused;
@@ -37,7 +41,12 @@ struct AccumulationModel {
 
   static AccumulationModel hopper() { return {}; }
   static AccumulationModel fp32() { return {Kind::fp32, 23, 32, Rounding::rne, ZeroExponent::none}; }
-  // "hopper", "fp32" or "bits:F,depth:D,round:rz|rne", the fused ones optionally followed by
+  // F and depth are the instruction kind's (kernels/block_scaled_mma.hpp), not these fields.
+  static AccumulationModel b200() { return {Kind::block_scaled, 25, 32, Rounding::rz, ZeroExponent::none}; }
+  // The promotion interval a GEMM with this model takes when none is given: never for b200
+  // (its accumulator stays in the tensor core), 128 (DeepSeek-V3's N_C) otherwise.
+  const char* default_promotion() const { return kind == Kind::block_scaled ? "never" : "128"; }
+  // "hopper", "fp32", "b200" or "bits:F,depth:D,round:rz|rne", the fused ones optionally followed by
   // ",zero:none|min" (e.g. "hopper,zero:min"); throws std::invalid_argument saying why.
   static AccumulationModel parse(std::string_view text);
   std::string to_string() const;
@@ -78,7 +87,9 @@ struct GemmPlan {
 // is no multiple of the instruction depth, or one that does not divide a scale's extent
 // along K (the scale would change inside one partial). The operands' formats may differ
 // (E4M3 x E5M2 or E5M2 x E4M3, Transformer Engine's HYBRID backward): each is decoded with
-// its own format, as Hopper's wgmma does for every e4m3/e5m2 pairing.
+// its own format, as Hopper's wgmma does for every e4m3/e5m2 pairing. Under b200 the operands
+// may be any element format with hardware block scales (block_scaled_mma_for says which), the
+// promotion must be never, and K is padded to the instruction's depth (32 or 64).
 GemmPlan plan_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config);
 
 }  // namespace fp8lab

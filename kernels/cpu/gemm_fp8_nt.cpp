@@ -38,6 +38,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/cpu_isa.hpp"
+#include "kernels/cpu/gemm_block_scaled.hpp"
 #include "kernels/cpu/gemm_microtile.hpp"
 #include "kernels/formats/float_formats.hpp"
 
@@ -352,6 +353,7 @@ void check_selection(const std::vector<std::int64_t>& selection, std::int64_t ex
 
 std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
                            const GemmOptions& options) {
+  if (config.accumulation.kind == AccumulationModel::Kind::block_scaled) return gemm_block_scaled(a, b, config, options);
   const GemmPlan plan = plan_gemm(a, b, config);
   check_selection(options.rows, a.rows, "row");
   check_selection(options.cols, b.rows, "column");
