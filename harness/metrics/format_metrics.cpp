@@ -32,10 +32,9 @@ float tile_encode(const QuantizedTensor& q, float amax, float stored_decode) {
                          " is not the stored " + std::to_string(stored_decode));
 }
 
-// Whether the rounding, without saturation, would give a value above fmt_max (header comment).
-bool clips(double s, ElementTraits f, RoundingMode mode) {
+// Whether RNE, without saturation, would give a value above fmt_max (header comment).
+bool clips(double s, ElementTraits f) {
   const double max = f.max_finite;
-  if (mode == RoundingMode::stochastic) return s > max;
   const double ulp = std::ldexp(1.0, f.emax - f.mantissa_bits);
   const double midpoint = max + ulp / 2;
   const bool max_is_odd = std::fmod(max / ulp, 2.0) == 1.0;  // max / ulp is a whole number
@@ -66,7 +65,7 @@ BlockClipCounts block_clip_counts(std::span<const float> x, const QuantizedTenso
       const float encode = tile_encode(q, amax, q.scales[static_cast<std::size_t>(tr * q.scale_cols + tc)]);
       const double s = std::fabs(scaled_element(amax, encode, apply));
       if (s > traits.max_finite) ++counts.over_max;
-      if (clips(s, traits, q.config.rounding.mode)) ++counts.clipped;
+      if (clips(s, traits)) ++counts.clipped;
     }
   return counts;
 }

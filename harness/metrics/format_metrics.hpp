@@ -14,13 +14,16 @@
 // (480 for E4M3, whose 0x7F is NaN; 8 for E2M1).
 //   over max  s > fmt_max: the codec's saturating branch is taken (for the OCP FLOOR rule on
 //             E4M3: amax's significand above 1.75).
-//   clipped   the code is smaller in magnitude than the rounding would give without the
-//             saturation. Nearest (RNE): s > fmt_max + ulp / 2, or s equal to that midpoint
-//             when fmt_max's last significand bit is 1, since the tie then goes to the even
-//             fmt_max + ulp (E4M3: 448 = 1.110b x 2^8 is even, so 464 rounds to 448 and only
-//             s > 464, a significand above 1.8125 under FLOOR, clips; E2M1: 6 = 1.1b x 2^2 is
-//             odd, so 7 already clips). Stochastic: s > fmt_max (the expectation of the
-//             rounded value is s, and everything above fmt_max saturates to it).
+//   clipped   the code is smaller in magnitude than round-to-nearest-even would give without
+//             the saturation: s > fmt_max + ulp / 2, or s equal to that midpoint when fmt_max's
+//             last significand bit is 1, since the tie then goes to the even fmt_max + ulp
+//             (E4M3: 448 = 1.110b x 2^8 is even, so 464 rounds to 448 and only s > 464, a
+//             significand above 1.8125 under FLOOR, clips; E2M1: 6 = 1.1b x 2^2 is odd, so 7
+//             already clips). The definition depends on s alone, so it is the same under
+//             stochastic rounding; there every s > fmt_max saturates, which over_max counts
+//             (the rules that map amax onto fmt_max through an FP32 reciprocal, fp32 and te
+//             among them, put s one FP32 ulp above it in about half their blocks: over max,
+//             harmlessly, and not clipped).
 // A tile whose largest element does not clip has no clipped element (the scaled magnitudes
 // are monotone in |x|), so "the block's maximum clips" = "the block clips anywhere".
 // All-zero tiles (padding included) are not counted: the fractions are over nonzero tiles.
