@@ -77,6 +77,21 @@ TEST_CASE("block clip counts: E2M1 under FLOOR, where the tie at the midpoint cl
   CHECK(c.clipped == 2);
 }
 
+TEST_CASE("block clip counts: torchao's EVEN still clips on E4M3, whose largest significand is 1.75", "[format_metrics]") {
+  // mx:even adds half an ulp of a 3-bit mantissa (2^-4) to amax's significand m, truncates to 3
+  // bits, then takes FLOOR's exponent. E4M3's max is 1.75 x 2^8 (0x7F is NaN), not 1.875 x 2^8, so
+  // m in (1.8125, 1.9375) keeps the exponent and is still scaled past the midpoint 464:
+  //   1.8125  m + 1/16 = 1.875 -> X = 2^-8, s = 464     over max, not clipped (ties to 448)
+  //   1.875   m + 1/16 = 1.9375 -> 1.875, X = 2^-8, s = 480   over max, clipped
+  //   1.9375  m + 1/16 = 2 -> exponent + 1, X = 2^-7, s = 248 neither
+  // blocks 3, over_max 2, clipped 1.
+  const std::vector<float> x = tiles_with_maxima({1.8125f, 1.875f, 1.9375f}, 0.25f);
+  const BlockClipCounts c = clips_of(x, 1, config(Fp8Format::e4m3, Granularity::tile(16), ScaleRule::mx_even));
+  CHECK(c.blocks == 3);
+  CHECK(c.over_max == 2);
+  CHECK(c.clipped == 1);
+}
+
 TEST_CASE("block clip counts: the definition is the scaled maximum's, whatever the rounding", "[format_metrics]") {
   // E4M3, mx, s = 256 amax as above: 1.8125 gives s = 464, above max (stochastic rounding
   // saturates it, whatever the draw) but not clipped (RNE gives 448). blocks 3, over_max 1 and
