@@ -67,6 +67,14 @@ std::optional<std::string> refusal(ScaleRule rule, ElementFormat format, std::in
   return std::nullopt;
 }
 
+// Where the spec lists `value` on `axis`, for errors found after the grid was expanded.
+const toml::source_region* position_of(const StudySpec& spec, const std::string& axis, const std::string& value) {
+  for (const Axis& a : spec.axes)
+    for (std::size_t i = 0; a.name == axis && i < a.values.size(); ++i)
+      if (a.values[i] == value) return &a.positions[i];
+  return nullptr;
+}
+
 class FormatsStudy final : public StudyKind {
  public:
   std::string name() const override { return "formats"; }
@@ -123,8 +131,10 @@ class FormatsStudy final : public StudyKind {
       try {
         check_rule_serves_tiles(q.rule, g.tile_rows(s.rows), g.tile_cols(s.cols), false);
       } catch (const std::invalid_argument& e) {
-        throw spec.error("axes.quantizer", "quantizer '" + q.text + "' on tensor " + p.at("tensor") + " (" +
-                                               std::to_string(s.rows) + "x" + std::to_string(s.cols) + "): " + e.what());
+        throw spec.error("axes.quantizer",
+                         "quantizer '" + q.text + "' on tensor " + p.at("tensor") + " (" + std::to_string(s.rows) +
+                             "x" + std::to_string(s.cols) + "): " + e.what(),
+                         position_of(spec, "quantizer", q.text));
       }
     }
   }
