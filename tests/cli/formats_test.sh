@@ -10,37 +10,32 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source "$(dirname "$0")/test_lib.sh"
 
-formats_spec() {  # formats_spec FILE AXES_AND_TABLES...
-  local file=$1; shift
-  printf '[study]\nname = "t"\nkind = "formats"\n[axes]\n%s\n' "$*" >"$file"
-}
-
 case_bad_specs() {
-  formats_spec "$work/a.toml" 'quantizer = ["mxfp6"]'
+  write_study_spec "$work/a.toml" formats 'quantizer = ["mxfp6"]'
   expect_spec_refused "$work/a.toml" "axes.quantizer" "mxfp6" "deepseek, mxfp8, mxfp4, nvfp4"
-  formats_spec "$work/b.toml" 'quantizer = ["e4m3/tile:1x32/mx:floor"]'
+  write_study_spec "$work/b.toml" formats 'quantizer = ["e4m3/tile:1x32/mx:floor"]'
   expect_spec_refused "$work/b.toml" "axes.quantizer" "mx:floor"
   # a rule that cannot serve the format
-  formats_spec "$work/c.toml" 'quantizer = ["e4m3/tile:1x16/nvfp4"]'
+  write_study_spec "$work/c.toml" formats 'quantizer = ["e4m3/tile:1x16/nvfp4"]'
   expect_spec_refused "$work/c.toml" "axes.quantizer" "needs format e2m1"
   # a tile the rule forbids (4over6: TE's 1x16 and 16x16 blocks only), on every tensor
-  formats_spec "$work/d.toml" 'quantizer = ["e2m1/tile:1x32/nvfp4:4over6"]'
+  write_study_spec "$work/d.toml" formats 'quantizer = ["e2m1/tile:1x32/nvfp4:4over6"]'
   expect_spec_refused "$work/d.toml" "axes.quantizer" "tile:1x16 or block:16x16"
-  formats_spec "$work/e.toml" 'quantizer = ["e4m3/tile:1x24/mx"]'
+  write_study_spec "$work/e.toml" formats 'quantizer = ["e4m3/tile:1x24/mx"]'
   expect_spec_refused "$work/e.toml" "axes.quantizer" "tile:1x24"
-  formats_spec "$work/f.toml" 'quantizer = ["e4m3/mx"]'
+  write_study_spec "$work/f.toml" formats 'quantizer = ["e4m3/mx"]'
   expect_spec_refused "$work/f.toml" "axes.quantizer" "FORMAT/GRANULARITY/RULE"
-  formats_spec "$work/g.toml" 'tensor = ["L9.wq.W"]'
+  write_study_spec "$work/g.toml" formats 'tensor = ["L9.wq.W"]'
   expect_spec_refused "$work/g.toml" "axes.tensor" "L9.wq.W"
-  formats_spec "$work/h.toml" 'rounding = ["up"]'
+  write_study_spec "$work/h.toml" formats 'rounding = ["up"]'
   expect_spec_refused "$work/h.toml" "axes.rounding" "up"
-  formats_spec "$work/i.toml" 'outlier_scale = [0]'
+  write_study_spec "$work/i.toml" formats 'outlier_scale = [0]'
   expect_spec_refused "$work/i.toml" "axes.outlier_scale"
-  formats_spec "$work/j.toml" $'[synthetic]\ncols = 8\noutlier_channels = 9'
+  write_study_spec "$work/j.toml" formats $'[synthetic]\ncols = 8\noutlier_channels = 9'
   expect_spec_refused "$work/j.toml" "synthetic.outlier_channels"
-  formats_spec "$work/k.toml" $'[synthetic]\ndistribution = "cauchy"'
+  write_study_spec "$work/k.toml" formats $'[synthetic]\ndistribution = "cauchy"'
   expect_spec_refused "$work/k.toml" "synthetic.distribution"
-  formats_spec "$work/l.toml" $'[synthetic]\nrow = 8'
+  write_study_spec "$work/l.toml" formats $'[synthetic]\nrow = 8'
   expect_spec_refused "$work/l.toml" "synthetic.row"
 }
 

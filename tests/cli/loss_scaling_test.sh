@@ -13,7 +13,7 @@ source "$(dirname "$0")/test_lib.sh"
 
 scaling_spec() {  # scaling_spec FILE AXES_AND_TABLES...
   local file=$1; shift
-  printf '[study]\nname = "t"\nkind = "loss_scaling"\n[axes]\n%s\n' "$*" >"$file"
+  write_study_spec "$file" loss_scaling "$@"
 }
 trajectory_spec() {
   local file=$1; shift

@@ -18,6 +18,13 @@ expect_one_line_error() {
   grep -qF -- "$fragment" "$work/err" || fail "stderr lacks '$fragment': $(cat "$work/err")"
 }
 
+# write_study_spec FILE KIND AXES_AND_TABLES...: a spec of that kind, study name "t", whose [axes]
+# table holds the rest (one argument may add lines and further tables).
+write_study_spec() {
+  local file=$1 kind=$2; shift 2
+  printf '[study]\nname = "t"\nkind = "%s"\n[axes]\n%s\n' "$kind" "$*" >"$file"
+}
+
 # expect_spec_refused SPEC FRAGMENT...: `fp8lab run SPEC` exits 2 with one stderr line that names
 # the spec file and holds every fragment, and writes no results file (needs $fp8lab).
 expect_spec_refused() {
