@@ -8,6 +8,7 @@ std::unique_ptr<StudyKind> make_recompute_study();
 std::unique_ptr<StudyKind> make_loss_scaling_study();
 std::unique_ptr<StudyKind> make_scale_trajectory_study();
 std::unique_ptr<StudyKind> make_train_study();
+std::unique_ptr<StudyKind> make_formats_study();
 
 namespace {
 struct Entry {
@@ -18,7 +19,8 @@ constexpr Entry kKinds[] = {{"gemm", make_gemm_study},
                              {"recompute", make_recompute_study},
                              {"loss_scaling", make_loss_scaling_study},
                              {"scale_trajectory", make_scale_trajectory_study},
-                             {"train", make_train_study}};
+                             {"train", make_train_study},
+                             {"formats", make_formats_study}};
 }  // namespace
 
 std::unique_ptr<StudyKind> make_study_kind(const std::string& name) {

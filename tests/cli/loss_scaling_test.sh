@@ -13,53 +13,46 @@ source "$(dirname "$0")/test_lib.sh"
 
 scaling_spec() {  # scaling_spec FILE AXES_AND_TABLES...
   local file=$1; shift
-  printf '[study]\nname = "t"\nkind = "loss_scaling"\n[axes]\n%s\n' "$*" >"$file"
+  write_study_spec "$file" loss_scaling "$@"
 }
 trajectory_spec() {
   local file=$1; shift
   printf '[study]\nname = "t"\nkind = "scale_trajectory"\n[axes]\nscaler = ["pytorch"]\ngrowth_interval = [5]\n[training]\nsteps = 2\n%s\n' "$*" >"$file"
 }
 
-# expect_refused SPEC FIELD_FRAGMENT: exit 2, one line naming the spec file and the field, no output.
-expect_refused() {
-  expect_one_line_error "$2" "$fp8lab" run "$1" -o "$work/out.h5" --quiet
-  grep -qF -- "$1" "$work/err" || fail "stderr does not name the file: $(cat "$work/err")"
-  [[ ! -e "$work/out.h5" ]] || fail "a results file was written for a refused spec"
-}
-
 case_bad_specs() {
   scaling_spec "$work/a.toml" 'format = ["fp16", "fp12"]'
-  expect_refused "$work/a.toml" "fp12"
+  expect_spec_refused "$work/a.toml" "fp12"
   scaling_spec "$work/b.toml" 'log2_scale = [0, 65]'
-  expect_refused "$work/b.toml" "log2_scale"
+  expect_spec_refused "$work/b.toml" "log2_scale"
   scaling_spec "$work/c.toml" 'tensor = ["L9.wq.dW"]'
-  expect_refused "$work/c.toml" "L9.wq.dW"
+  expect_spec_refused "$work/c.toml" "L9.wq.dW"
   scaling_spec "$work/d.toml" 'sigma = [-1]'
-  expect_refused "$work/d.toml" "sigma"
+  expect_spec_refused "$work/d.toml" "sigma"
   trajectory_spec "$work/e.toml" $'[scaler]\ninitial_scale = 0.0'
-  expect_refused "$work/e.toml" "scaler.initial_scale"
+  expect_spec_refused "$work/e.toml" "scaler.initial_scale"
   trajectory_spec "$work/e2.toml" $'[scaler]\ninitial_scale = -4.0'
-  expect_refused "$work/e2.toml" "scaler.initial_scale"
+  expect_spec_refused "$work/e2.toml" "scaler.initial_scale"
   trajectory_spec "$work/f.toml" $'[scaler]\ngrowth_factor = 1.0'
-  expect_refused "$work/f.toml" "scaler.growth_factor"
+  expect_spec_refused "$work/f.toml" "scaler.growth_factor"
   trajectory_spec "$work/g.toml" $'[scaler]\nbackoff_factor = 1.0'
-  expect_refused "$work/g.toml" "scaler.backoff_factor"
+  expect_spec_refused "$work/g.toml" "scaler.backoff_factor"
   trajectory_spec "$work/g2.toml" $'[scaler]\nbackoff_factor = 0.0'
-  expect_refused "$work/g2.toml" "scaler.backoff_factor"
+  expect_spec_refused "$work/g2.toml" "scaler.backoff_factor"
   printf '[study]\nname = "t"\nkind = "scale_trajectory"\n[axes]\ngrowth_interval = [0]\n' >"$work/h.toml"
-  expect_refused "$work/h.toml" "growth_interval"
+  expect_spec_refused "$work/h.toml" "growth_interval"
   trajectory_spec "$work/i.toml" $'[delayed]\nhistory_length = 0'
-  expect_refused "$work/i.toml" "delayed.history_length"
+  expect_spec_refused "$work/i.toml" "delayed.history_length"
   trajectory_spec "$work/j.toml" $'[scaler]\nhysteresis = 0'
-  expect_refused "$work/j.toml" "scaler.hysteresis"
+  expect_spec_refused "$work/j.toml" "scaler.hysteresis"
   trajectory_spec "$work/k.toml" $'[delayed]\ntensor = "L2.rms_att"'
-  expect_refused "$work/k.toml" "delayed.tensor"
+  expect_spec_refused "$work/k.toml" "delayed.tensor"
   printf '[study]\nname = "t"\nkind = "scale_trajectory"\n[axes]\nscaler = ["apex"]\n' >"$work/l.toml"
-  expect_refused "$work/l.toml" "apex"
+  expect_spec_refused "$work/l.toml" "apex"
   scaling_spec "$work/m.toml" $'format = ["fp16"]\n[real]\nattention = "flashy"'
-  expect_refused "$work/m.toml" "real.attention"
+  expect_spec_refused "$work/m.toml" "real.attention"
   trajectory_spec "$work/n.toml" 'attention = "flashy"'
-  expect_refused "$work/n.toml" "training.attention"
+  expect_spec_refused "$work/n.toml" "training.attention"
 }
 
 # A lognormal tensor, fp16 and the e5m2 cast at three scales: the fractions recomputed in numpy

@@ -18,6 +18,24 @@ expect_one_line_error() {
   grep -qF -- "$fragment" "$work/err" || fail "stderr lacks '$fragment': $(cat "$work/err")"
 }
 
+# write_study_spec FILE KIND AXES_AND_TABLES...: a spec of that kind, study name "t", whose [axes]
+# table holds the rest (one argument may add lines and further tables).
+write_study_spec() {
+  local file=$1 kind=$2; shift 2
+  printf '[study]\nname = "t"\nkind = "%s"\n[axes]\n%s\n' "$kind" "$*" >"$file"
+}
+
+# expect_spec_refused SPEC FRAGMENT...: `fp8lab run SPEC` exits 2 with one stderr line that names
+# the spec file and holds every fragment, and writes no results file (needs $fp8lab).
+expect_spec_refused() {
+  local spec=$1; shift
+  expect_one_line_error "$1" "$fp8lab" run "$spec" -o "$work/out.h5" --quiet
+  for fragment in "$spec" "$@"; do
+    grep -qF -- "$fragment" "$work/err" || fail "stderr lacks '$fragment': $(cat "$work/err")"
+  done
+  [[ ! -e "$work/out.h5" ]] || fail "a results file was written for a refused spec"
+}
+
 # wait_for_points FILE N: until the results file FILE holds at least N finished points (read
 # while the sweep writes it, without file locking; a read that races a write is retried),
 # at most 120 s. For tests that interrupt a sweep after a point count, not after a time.

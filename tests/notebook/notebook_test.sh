@@ -25,6 +25,7 @@ declare -A figures_of=(
   [scale_trajectory]="scale_trajectory.png"
   [recompute]="recompute_tradeoff.png recompute_grad_error.png"
   [fp8_training]="fp8_training.png fp8_training_operand_sqnr.png"
+  [formats]="formats_error.png formats_clipping.png formats_ue8m0_tax.png formats_code_diff.png"
 )
 expected=${figures_of[$study]:-}
 [[ -n "$expected" ]] || { echo "FAIL: no figure list for study $study in $0" >&2; exit 1; }
