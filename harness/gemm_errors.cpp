@@ -24,6 +24,17 @@ Eigen::MatrixXd select_rows(std::span<const float> x, std::int64_t cols, const s
   return m;
 }
 
+const ref::FormatDefinition& reference_format(ElementFormat f) {
+  switch (f.kind()) {
+    case ElementFormat::Kind::e4m3: return ref::e4m3();
+    case ElementFormat::Kind::e5m2: return ref::e5m2();
+    case ElementFormat::Kind::e2m1: return ref::e2m1();
+    case ElementFormat::Kind::e3m2: return ref::e3m2();
+    case ElementFormat::Kind::e2m3: return ref::e2m3();
+  }
+  return ref::e4m3();
+}
+
 // Exact FP64 dequantization of the selected rows through the reference (one scale row per
 // selected row, so the reference's tile arithmetic sees tile_rows = 1).
 Eigen::MatrixXd dequantize_rows(const QuantizedTensor& q, const std::vector<std::int64_t>& rows) {
@@ -36,8 +47,9 @@ Eigen::MatrixXd dequantize_rows(const QuantizedTensor& q, const std::vector<std:
     for (std::int64_t t = 0; t < q.scale_cols; ++t)
       scales(i, t) = q.scales[static_cast<std::size_t>((r / q.tile_rows) * q.scale_cols + t)];
   }
-  const ref::Fp8OperandRef view{&codes, &scales, 1, q.tile_cols,
-                                q.config.format == Fp8Format::e4m3 ? &ref::e4m3() : &ref::e5m2()};
+  // Two-level (nvfp4) rules: the tile scale times the per-tensor decode factor, exact in FP64.
+  scales *= static_cast<double>(q.tensor_scale.decode);
+  const ref::Fp8OperandRef view{&codes, &scales, 1, q.tile_cols, &reference_format(q.config.format)};
   return ref::dequantize_fp64(view);
 }
 

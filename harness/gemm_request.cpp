@@ -6,33 +6,62 @@
 
 #include "harness/backend_select.hpp"
 #include "harness/memory_budget.hpp"
+#include "harness/quantize_request.hpp"
 #include "harness/study/runner.hpp"  // kMaxThreads
 
 namespace fp8lab {
 namespace {
 
+// The request with its scheme spelled out (A: the activation granularity, B: the weight one)
+// and the empty accum / promotion given their defaults.
+GemmRequest resolved(GemmRequest r) {
+  if (!r.scheme.empty()) {
+    const QuantizeScheme* s = nullptr;
+    try {
+      s = &find_scheme(r.scheme);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("--scheme: ") + e.what());
+    }
+    r.format = s->format;
+    r.b_format.clear();
+    r.a_granularity = scheme_granularity(*s, "activation");
+    r.b_granularity = scheme_granularity(*s, "weight");
+    r.scale = s->scale;
+  }
+  if (r.accum.empty()) r.accum = default_accum(r.scheme);
+  if (r.promotion.empty()) r.promotion = AccumulationModel::parse(r.accum).default_promotion();
+  return r;
+}
+
 // B's format: A's when not given; a bad spelling is named as B's, not confused with --format.
-Fp8Format b_format_of(const GemmRequest& request, Fp8Format a_format) {
+ElementFormat b_format_of(const GemmRequest& request, ElementFormat a_format) {
   if (request.b_format.empty()) return a_format;
-  if (request.b_format == "e4m3" || request.b_format == "e5m2") return parse_fp8_format(request.b_format);
-  throw std::invalid_argument("B's format (--b-format) '" + request.b_format + "' is not one of e4m3, e5m2");
+  try {
+    return parse_element_format(request.b_format);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("B's format (--b-format): ") + e.what());
+  }
 }
 
 }  // namespace
 
+std::string default_accum(const std::string& scheme) {
+  return scheme == "mxfp8" || scheme == "mxfp4" || scheme == "nvfp4" ? "b200" : "hopper";
+}
+
 GemmJob::GemmJob(const GemmRequest& request)
-    : request_(request),
-      format_(parse_fp8_format(request.format)),
-      b_format_(b_format_of(request, format_)),
-      scale_rule_(parse_gemm_scale_rule(request.scale)),
-      config_{AccumulationModel::parse(request.accum), PromotionInterval::parse(request.promotion),
-              parse_output_type(request.output)},
-      a_granularity_(Granularity::parse(request.a_granularity)),
-      b_granularity_(Granularity::parse(request.b_granularity)) {
-  if (request.threads < 0 || request.threads > kMaxThreads)
+    : request_(resolved(request)),
+      format_(parse_element_format(request_.format)),
+      b_format_(b_format_of(request_, format_)),
+      scale_rule_(parse_scale_rule(request_.scale)),
+      config_{AccumulationModel::parse(request_.accum), PromotionInterval::parse(request_.promotion),
+              parse_output_type(request_.output)},
+      a_granularity_(Granularity::parse(request_.a_granularity)),
+      b_granularity_(Granularity::parse(request_.b_granularity)) {
+  if (request_.threads < 0 || request_.threads > kMaxThreads)
     throw std::invalid_argument("--threads must be 0 (all cores) to " + std::to_string(kMaxThreads) + ", got " +
-                                std::to_string(request.threads));
-  backend_ = select_backend(request.backend, /*needs_gemm=*/true);
+                                std::to_string(request_.threads));
+  backend_ = select_backend(request_.backend, /*needs_gemm=*/true);
 }
 
 GemmResult GemmJob::run(const GemmOperand& a, const GemmOperand& b, const std::vector<std::int64_t>& rows,

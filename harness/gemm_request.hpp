@@ -21,16 +21,23 @@ namespace fp8lab {
 struct GemmRequest {
   std::string a_granularity = "tile:1x128";
   std::string b_granularity = "block:128x128";
-  std::string format = "e4m3";  // A's, and B's unless b_format names another
+  std::string format = "e4m3";  // A's, and B's unless b_format names another (e2m1/e3m2/e2m3 under b200)
   std::string b_format;         // empty: the same as format; else a mix (E5M2 dY x E4M3 W, as TE's HYBRID)
   std::string scale = "fp32";
-  std::string accum = "hopper";
-  std::string promotion = "128";
+  std::string accum;      // empty: the scheme's (b200 for mxfp8, mxfp4, nvfp4), else hopper
+  std::string promotion;  // empty: the model's default (never for b200, else 128)
   std::string output = "fp32";
   int threads = 0;  // 0: all cores
   std::string backend = "auto";
   bool ignore_memory_limit = false;
+  // A scheme (harness/quantize_request.hpp: deepseek, mxfp8, mxfp4, nvfp4) replaces format,
+  // b_format, both granularities (A's the activation one, B's the weight one) and scale; the
+  // front ends refuse it beside them.
+  std::string scheme;
 };
+
+// What an empty accum / promotion means for a request, in their spellings.
+std::string default_accum(const std::string& scheme);
 
 // A row-major FP32 operand the caller owns; `label` names it in messages (a file path in the
 // CLI, the argument name in Python).
@@ -54,9 +61,10 @@ class GemmJob {
   // Parses every option and selects the backend; throws std::invalid_argument saying why.
   explicit GemmJob(const GemmRequest& request);
 
-  Fp8Format format() const { return format_; }      // A's
-  Fp8Format b_format() const { return b_format_; }  // B's (format() unless --b-format names another)
+  ElementFormat format() const { return format_; }      // A's
+  ElementFormat b_format() const { return b_format_; }  // B's (format() unless --b-format names another)
   ScaleRule scale_rule() const { return scale_rule_; }
+  const GemmRequest& request() const { return request_; }  // with the scheme and defaults spelled out
   const GemmConfig& config() const { return config_; }
   const Granularity& a_granularity() const { return a_granularity_; }
   const Granularity& b_granularity() const { return b_granularity_; }
@@ -71,7 +79,7 @@ class GemmJob {
 
  private:
   GemmRequest request_;
-  Fp8Format format_, b_format_;
+  ElementFormat format_, b_format_;
   ScaleRule scale_rule_;
   GemmConfig config_;
   Granularity a_granularity_, b_granularity_;

@@ -137,7 +137,7 @@ GemmPlan plan_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Gem
     if (scale_rule_math(q->config.scale_rule).two_level)
       throw std::invalid_argument(std::string(name) + " is quantized with scale rule " +
                                   scale_rule_name(q->config.scale_rule) +
-                                  ": the GEMMs take one scale per tile, not a two-level (nvfp4) rule");
+                                  ": the promoted GEMMs take one scale per tile, not a two-level (nvfp4) rule (--accum b200 takes it)");
   }
   GemmPlan plan{a.rows, b.rows, a.cols, 0, 0, 0};
   const std::int64_t depth = config.accumulation.kind == AccumulationModel::Kind::fp32 ? 32 : config.accumulation.depth;

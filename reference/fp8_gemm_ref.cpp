@@ -24,8 +24,9 @@ Decomposed decompose(std::uint32_t code, const FormatDefinition& f) {
   const std::uint32_t field = (code >> f.mantissa_bits) & ((1u << f.exponent_bits) - 1u);
   const std::uint32_t all_ones = (1u << f.exponent_bits) - 1u;
   d.negative = (code >> (f.exponent_bits + f.mantissa_bits)) & 1u;
-  const bool nan = f.has_infinity ? (field == all_ones && fraction != 0)
-                                  : (field == all_ones && fraction == (1u << f.mantissa_bits) - 1u);
+  // The MX element formats (E2M1, E3M2, E2M3) have no NaN: their all-ones code is their maximum.
+  const bool nan = f.has_nan && (f.has_infinity ? (field == all_ones && fraction != 0)
+                                                : (field == all_ones && fraction == (1u << f.mantissa_bits) - 1u));
   if (nan || (f.has_infinity && field == all_ones)) {
     d.finite = false;
     d.value = nan ? std::numeric_limits<double>::quiet_NaN()

@@ -13,6 +13,7 @@
 #include "harness/progress.hpp"
 #include "harness/gemm_errors.hpp"
 #include "harness/gemm_request.hpp"
+#include "harness/quantize_request.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
 #include "harness/memory_budget.hpp"
 #include "harness/operand_checks.hpp"
@@ -87,7 +88,7 @@ int run_gemm(const GemmOptionsCli& o) {
   const Backend::GemmRoute& route = result.route;
   const Backend& backend = job.backend();
   const double seconds = result.seconds;
-  const GemmRequest& r = o.request;
+  const GemmRequest& r = job.request();
   if (o.json) {
     const nlohmann::json report = {
         {"a", o.a}, {"b", o.b}, {"m", a.rows}, {"n", b.rows}, {"k", a.cols},
@@ -100,7 +101,9 @@ int run_gemm(const GemmOptionsCli& o) {
         {"seconds", seconds},
         {"quantization", error_json(errors.quantization)}, {"accumulation_error", error_json(errors.accumulation)},
         {"total", error_json(errors.total)}};
-    std::printf("%s\n", report.dump(2).c_str());
+    nlohmann::json with_scheme = report;
+    if (!r.scheme.empty()) with_scheme["scheme"] = r.scheme;
+    std::printf("%s\n", with_scheme.dump(2).c_str());
     return 0;
   }
   const std::string promotion = config.promotion.never ? "never (one partial over K = " + std::to_string(plan.padded_k) + ")"
@@ -139,22 +142,32 @@ Command add_gemm_command(CLI::App& app) {
   sub->add_option("--b", o->b, "B: N x K tensor file (weights as nn.Linear stores them)")->required();
   sub->add_option("--a-name", o->a_name, "Tensor name of A inside a .safetensors file");
   sub->add_option("--b-name", o->b_name, "Tensor name of B inside a .safetensors file");
-  sub->add_option("--a-granularity", o->request.a_granularity, "A's scales: tile:1xT | row | tensor (| block:BxB)")->capture_default_str();
-  sub->add_option("--b-granularity", o->request.b_granularity, "B's scales: block:BxB | row | tensor (| tile:1xT)")->capture_default_str();
-  sub->add_option("--format", o->request.format, "FP8 format of A, and of B unless --b-format: e4m3 or e5m2")
-      ->capture_default_str();
-  sub->add_option("--b-format", o->request.b_format,
-                  "FP8 format of B when it differs from A's (a mix, e.g. --format e5m2 --b-format e4m3 as a "
+  CLI::Option* ga = sub->add_option("--a-granularity", o->request.a_granularity, "A's scales: tile:1xT | row | tensor (| block:BxB)")->capture_default_str();
+  CLI::Option* gb = sub->add_option("--b-granularity", o->request.b_granularity, "B's scales: block:BxB | row | tensor (| tile:1xT)")->capture_default_str();
+  CLI::Option* format = sub->add_option("--format", o->request.format,
+                                        "Element format of A, and of B unless --b-format: e4m3 or e5m2 (with --accum b200 "
+                                        "also e2m1, e3m2, e2m3)")
+                            ->capture_default_str();
+  CLI::Option* b_format = sub->add_option("--b-format", o->request.b_format,
+                  "Format of B when it differs from A's (a mix, e.g. --format e5m2 --b-format e4m3 as a "
                   "gradient times a weight); default: --format");
-  sub->add_option("--scale", o->request.scale, "Scale rule: fp32 or pow2")->capture_default_str();
+  CLI::Option* scale = sub->add_option("--scale", o->request.scale, "Scale rule (" + scale_rule_names() + ")")->capture_default_str();
+  sub->add_option("--scheme", o->request.scheme,
+                  "Format, scales and rule in one word (" + scheme_names() +
+                  "): A takes the scheme's activation tiles, B its weight tiles; accum defaults to b200 for mxfp8, mxfp4, "
+                  "nvfp4")
+      ->excludes(ga)
+      ->excludes(gb)
+      ->excludes(format)
+      ->excludes(b_format)
+      ->excludes(scale);
   sub->add_option("--accum", o->request.accum,
                   "Accumulation model: hopper (13 fraction bits, 32-deep, truncation) | fp32 (FMA per product) | "
-                  "bits:F,depth:D,round:rz|rne")
-      ->capture_default_str();
+                  "bits:F,depth:D,round:rz|rne | b200 (Blackwell's block-scaled MMA: UE8M0 or nvfp4 scales inside the "
+                  "instruction, FP32 accumulator over all of K). Default: hopper, or b200 with --scheme mxfp8|mxfp4|nvfp4");
   sub->add_option("--promotion", o->request.promotion,
                   "Promote the partial to FP32 every N elements of K (a multiple of the depth that divides the scale "
-                  "tile along K) or never")
-      ->capture_default_str();
+                  "tile along K) or never. Default: 128, never under b200");
   sub->add_option("--output", o->request.output, "Output type: fp32 or bf16 (RNE)")->capture_default_str();
   sub->add_option("--out", o->out, "Write C (float32; the sampled rows x columns when sampling) to this .npy");
   sub->add_option("--sample-rows", o->sample_rows, "Compute only this many random output rows (0: all)");

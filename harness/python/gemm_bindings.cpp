@@ -1,8 +1,6 @@
 // fp8lab.gemm: C = A B^T through the emulated FP8 tensor-core GEMM, with the CLI's options.
 #include <pybind11/stl.h>
 
-#include <algorithm>
-#include <cctype>
 #include <optional>
 
 #include "harness/gemm_request.hpp"
@@ -22,12 +20,6 @@ std::string promotion_text(py::handle promotion) {
                        std::string(py::str(py::type::of(promotion).attr("__name__"))));
 }
 
-// The CLI's default ("128") as Python users write it (128).
-py::object promotion_default(const std::string& text) {
-  const bool number = !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
-  return number ? py::object(py::int_(std::stoll(text))) : py::object(py::str(text));
-}
-
 py::dict errors_dict(const GemmErrors& errors) {
   py::dict d;
   d["quantization"] = metrics_dict(errors.quantization.metrics);
@@ -36,12 +28,28 @@ py::dict errors_dict(const GemmErrors& errors) {
   return d;
 }
 
-py::object gemm(const py::object& a, const py::object& b, const std::string& a_granularity, const std::string& b_granularity,
-                const std::string& format, const std::optional<std::string>& b_format, const std::string& scale, const std::string& accum, const py::object& promotion,
-                const std::string& output, int threads, const std::string& backend, bool ignore_memory_limit,
-                bool errors) {
-  const GemmJob job(GemmRequest{a_granularity, b_granularity, format, b_format.value_or(""), scale, accum, promotion_text(promotion), output,
-                                threads, backend, ignore_memory_limit});
+py::object gemm(const py::object& a, const py::object& b, const std::optional<std::string>& a_granularity,
+                const std::optional<std::string>& b_granularity, const std::optional<std::string>& format,
+                const std::optional<std::string>& b_format, const std::optional<std::string>& scale,
+                const std::optional<std::string>& scheme, const std::optional<std::string>& accum,
+                const py::object& promotion, const std::string& output, int threads, const std::string& backend,
+                bool ignore_memory_limit, bool errors) {
+  GemmRequest request;
+  if (scheme && (a_granularity || b_granularity || format || b_format || scale))
+    throw std::invalid_argument("scheme= sets format, granularities and scale: pass none of them beside it");
+  request.a_granularity = a_granularity.value_or(request.a_granularity);
+  request.b_granularity = b_granularity.value_or(request.b_granularity);
+  request.format = format.value_or(request.format);
+  request.b_format = b_format.value_or("");
+  request.scale = scale.value_or(request.scale);
+  request.scheme = scheme.value_or("");
+  request.accum = accum.value_or("");
+  request.promotion = promotion.is_none() ? std::string() : promotion_text(promotion);
+  request.output = output;
+  request.threads = threads;
+  request.backend = backend;
+  request.ignore_memory_limit = ignore_memory_limit;
+  const GemmJob job(request);
   const FlatArray<float> av = float32_matrix(a, "a"), bv = float32_matrix(b, "b");
   GemmResult result;
   {
@@ -58,17 +66,21 @@ py::object gemm(const py::object& a, const py::object& b, const std::string& a_g
 
 void add_gemm_bindings(py::module_& m) {
   const GemmRequest d;
-  m.def("gemm", &gemm, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("a_granularity") = d.a_granularity,
-        py::arg("b_granularity") = d.b_granularity, py::arg("format") = d.format,
-        py::arg("b_format") = py::none(), py::arg("scale") = d.scale,
-        py::arg("accum") = d.accum, py::arg("promotion") = promotion_default(d.promotion),
-        py::arg("output") = d.output, py::arg("threads") = d.threads, py::arg("backend") = d.backend,
-        py::arg("ignore_memory_limit") = d.ignore_memory_limit, py::arg("errors") = false,
+  m.def("gemm", &gemm, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("a_granularity") = py::none(),
+        py::arg("b_granularity") = py::none(), py::arg("format") = py::none(), py::arg("b_format") = py::none(),
+        py::arg("scale") = py::none(), py::arg("scheme") = py::none(), py::arg("accum") = py::none(),
+        py::arg("promotion") = py::none(), py::arg("output") = d.output, py::arg("threads") = d.threads,
+        py::arg("backend") = d.backend, py::arg("ignore_memory_limit") = d.ignore_memory_limit,
+        py::arg("errors") = false,
         "C = A B^T (A: M x K activations, B: N x K weights as nn.Linear stores them), both quantized to FP8 and "
         "multiplied by the emulation of the FP8 tensor-core GEMM; format is A's, and B's unless b_format names "
         "another (a mix such as format='e5m2', b_format='e4m3'); float32 M x N (with output='bf16' the values "
         "are rounded to BF16, RNE, and held in float32). accum: 'hopper' (= bits:13,depth:32,round:rz) | "
-        "'hopper,zero:min' | 'fp32' | 'bits:F,depth:D,round:rz|rne[,zero:none|min]'; promotion: N_C (a multiple "
+        "'hopper,zero:min' | 'fp32' | 'bits:F,depth:D,round:rz|rne[,zero:none|min]' | 'b200' (Blackwell's "
+        "block-scaled MMA, promotion 'never'); scheme: 'deepseek' | 'mxfp8' | 'mxfp4' | 'nvfp4' in place of format, "
+        "granularities and scale (accum then defaults to b200 but for deepseek). Defaults (None): a_granularity "
+        "'tile:1x128', b_granularity 'block:128x128', format 'e4m3', scale 'fp32', accum 'hopper', promotion 128 "
+        "(never under b200). promotion: N_C (a multiple "
         "of 32 that divides the scale tile along K) or 'never'. With errors=True returns (C, errors): the "
         "quantization, accumulation and total error metrics of `fp8lab gemm` (dicts). The same bits as "
         "`fp8lab gemm --a A --b B --out C` with the same options.");

@@ -58,7 +58,8 @@ class ElementFormat {
   Fp8Format fp8() const {
     if (!is_fp8())
       throw std::invalid_argument(std::string("format ") + name() +
-                                  " is an MX/NVFP4 element format: only the quantizer takes it (GEMMs take e4m3, e5m2)");
+                                  " is an MX/NVFP4 element format: the promoted (Hopper-model) GEMMs take e4m3, e5m2; "
+                                  "--accum b200's block-scaled MMA takes it");
     return kind_ == Kind::e4m3 ? Fp8Format::e4m3 : Fp8Format::e5m2;
   }
 
