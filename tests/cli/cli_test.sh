@@ -273,12 +273,28 @@ case_gemm_bad_inputs() {
   expect_one_line_error "promotion interval never does not divide" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --promotion never
   expect_one_line_error "not a multiple of the instruction depth 32" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --a-granularity row --b-granularity row --promotion 48
   expect_one_line_error "accumulation model 'tf32'" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --accum tf32
-  expect_one_line_error "B's format (--b-format) 'e3m4'" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --b-format e3m4
+  expect_one_line_error "B's format (--b-format): format 'e3m4'" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --b-format e3m4
   expect_one_line_error "missing.npy: cannot open" "$fp8lab" gemm --a "$work/missing.npy" --b "$work/b.npy"
+  # Schemes and Blackwell's block-scaled MMA: what each refuses, and why.
+  expect_one_line_error "--scheme: scheme 'mxfp9' is not one of deepseek, mxfp8, mxfp4, nvfp4" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --scheme mxfp9
+  expect_one_line_error "excludes" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --scheme nvfp4 --scale mx
+  expect_one_line_error "A's scale rule fp32 gives FP32 scales" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --accum b200
+  expect_one_line_error "(promotion never)" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --scheme mxfp8 --promotion 32
+  expect_one_line_error "the promoted (Hopper-model) GEMMs take e4m3, e5m2" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --scheme nvfp4 --accum hopper --promotion 16
+  expect_one_line_error "one scale per 32 of K" "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --accum b200 --scale mx --a-granularity tile:1x16 --b-granularity tile:1x32
   expect_exit 2 "$fp8lab" gemm --a "$work/a.npy"
   expect_one_line_error "--backend cuda: " "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --backend cuda
   expect_exit 0 "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --backend cpu --json
   grep -q '"backend": "cpu"' "$work/out" || fail "--json does not name the backend"
+  # A scheme spells out its format, tiles, rule and accumulator in the report.
+  expect_exit 0 "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --scheme nvfp4 --json
+  "$py" - "$work/out" <<'PY' || fail "--scheme nvfp4 --json is not as expected: $(cat "$work/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert (r["scheme"], r["format"], r["scale_rule"]) == ("nvfp4", "e2m1", "nvfp4"), r
+assert (r["a_granularity"], r["b_granularity"]) == ("tile:1x16", "block:16x16"), r
+assert (r["accumulation"], r["promotion"]) == ("b200", "never"), r
+PY
 }
 
 "case_$case_name"
