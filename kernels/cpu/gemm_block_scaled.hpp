@@ -12,7 +12,7 @@
 
 namespace fp8lab::cpu {
 
-// Called by gemm_nt for the b200 model; plan_gemm has accepted the operands. Throws
+// Called by gemm_nt for the b200 model, the sampled indices checked. Throws
 // std::invalid_argument when a UE8M0 operand holds a scale that is no power of two in
 // [2^-127, 2^127] (a pow2 rule's 2^-126 floor is one; a hand-made tensor may not be).
 std::vector<float> gemm_block_scaled(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,

@@ -353,10 +353,10 @@ void check_selection(const std::vector<std::int64_t>& selection, std::int64_t ex
 
 std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
                            const GemmOptions& options) {
-  if (config.accumulation.kind == AccumulationModel::Kind::block_scaled) return gemm_block_scaled(a, b, config, options);
-  const GemmPlan plan = plan_gemm(a, b, config);
   check_selection(options.rows, a.rows, "row");
   check_selection(options.cols, b.rows, "column");
+  if (config.accumulation.kind == AccumulationModel::Kind::block_scaled) return gemm_block_scaled(a, b, config, options);
+  const GemmPlan plan = plan_gemm(a, b, config);
   const std::int64_t depth = config.accumulation.kind == AccumulationModel::Kind::fp32 ? 32 : config.accumulation.depth;
 
   // A's rows are padded to whole 4-row tiles with zero rows (their outputs are dropped).

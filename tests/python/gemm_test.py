@@ -58,6 +58,19 @@ class GemmMatchesCli(CliTestCase):
         self.assertGreater(computed, 0)
         self.assertGreater(refused, 0)
 
+    def test_schemes_and_blackwell_block_scaled_mma(self):
+        # scheme= and --scheme give the same bits (b200 for the MX/NVFP4 schemes) or the same
+        # refusal (FP32-scaled operands under b200, a promotion interval under b200).
+        for scheme in ["deepseek", "mxfp8", "mxfp4", "nvfp4"]:
+            with self.subTest(scheme=scheme):
+                self.assertTrue(self.check(["--scheme", scheme], scheme=scheme))
+        self.assertTrue(self.check(["--scheme", "mxfp8", "--accum", "hopper", "--promotion", "32"],
+                                   scheme="mxfp8", accum="hopper", promotion=32))
+        self.assertFalse(self.check(["--accum", "b200"], accum="b200"))
+        self.assertFalse(self.check(["--scheme", "nvfp4", "--promotion", "64"], scheme="nvfp4", promotion=64))
+        with self.assertRaisesRegex(ValueError, "scheme= sets format"):
+            fp8lab.gemm(self.a, self.b, scheme="mxfp8", format="e4m3")
+
     def test_mixed_operand_formats(self):
         # B in another format than A (--b-format / b_format): the same bits as the CLI, every
         # pairing; b_format=None (the default) is A's format.
