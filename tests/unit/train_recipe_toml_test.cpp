@@ -123,3 +123,20 @@ TEST_CASE("recipe TOML: bad input names the file and the field") {
     CHECK_THAT(e.what(), Contains("no/such/recipe.toml"));
   }
 }
+
+TEST_CASE("recipe TOML: experiments/recipes/mxfp8.toml runs every GEMM on Blackwell's block-scaled MMA") {
+  const std::string file = std::string(FP8LAB_TEST_SOURCE_DIR) + "/experiments/recipes/mxfp8.toml";
+  const PrecisionRecipe r = load_recipe_toml(file, stories());
+  for (const GemmKind k : kGemmKinds) {
+    const GemmPrecision& p = r.resolve("L0.wq", k);
+    INFO(static_cast<int>(k));
+    CHECK(p.kind == GemmPrecision::Kind::fp8);
+    CHECK(p.scale_rule == ScaleRule::mx_rceil);
+    CHECK(p.a_granularity == Granularity::tile(32));
+    CHECK(p.b_granularity == Granularity::tile(32));
+    CHECK(p.gemm.accumulation == AccumulationModel::b200());
+    CHECK(p.gemm.promotion.never);
+    CHECK_FALSE(p.requantize_transposed);
+  }
+  CHECK(r.resolve("classifier", GemmKind::fprop).kind == GemmPrecision::Kind::bf16);
+}
