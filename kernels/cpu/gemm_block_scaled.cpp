@@ -98,6 +98,11 @@ float round_toward_zero_fp32(double v) {
   return v < 0 ? -r : r;
 }
 
+// x truncated toward zero, as an integer: exact for |x| < 2^63 (every term here is below 2^48:
+// a product or group term is at most 4 (2304 for a group) times 2^F in units of 2^(E - F)),
+// and one conversion instead of a libm trunc on CPUs without SSE4.1's roundsd.
+std::int64_t truncated(double x) { return static_cast<std::int64_t>(x); }
+
 // The accumulator's exponent as a term: FP32 exponent, -126 for subnormals, zero_exponent for 0.
 int accumulator_exponent(float c, int zero_exponent) {
   if (c == 0.0f) return zero_exponent;
@@ -115,9 +120,9 @@ float mxf8f6f4_step(float c, const float* va, const std::int16_t* ea, const floa
     e_max = std::max(e_max, product[k] == 0.0 ? mma.zero_exponent : ea[k] + eb[k] + scale_exponent);
   }
   const double product_unit = pow2(scale_exponent + mma.fraction_bits - e_max);
-  double sum = std::trunc(static_cast<double>(c) * pow2(mma.fraction_bits - e_max));
-  for (int k = 0; k < mma.depth; ++k) sum += std::trunc(product[k] * product_unit);
-  return round_toward_zero_fp32(sum * pow2(e_max - mma.fraction_bits));
+  std::int64_t sum = truncated(static_cast<double>(c) * pow2(mma.fraction_bits - e_max));
+  for (int k = 0; k < mma.depth; ++k) sum += truncated(product[k] * product_unit);
+  return round_toward_zero_fp32(static_cast<double>(sum) * pow2(e_max - mma.fraction_bits));
 }
 
 // kind::mxf4nvf4: one instruction of depth / group groups, each with its own scale pair.
@@ -141,9 +146,9 @@ float mxf4nvf4_step(float c, const float* va, const float* vb, const double* sig
     exponent[g] = all_zero || scale_sig == 0.0 ? mma.zero_exponent : exp_a[g] + exp_b[g];
     e_max = std::max(e_max, exponent[g]);
   }
-  double sum = std::trunc(static_cast<double>(c) * pow2(mma.fraction_bits - e_max));
-  for (int g = 0; g < groups; ++g) sum += std::trunc(term[g] * pow2(exponent[g] + mma.fraction_bits - e_max));
-  return round_toward_zero_fp32(sum * pow2(e_max - mma.fraction_bits));
+  std::int64_t sum = truncated(static_cast<double>(c) * pow2(mma.fraction_bits - e_max));
+  for (int g = 0; g < groups; ++g) sum += truncated(term[g] * pow2(exponent[g] + mma.fraction_bits - e_max));
+  return round_toward_zero_fp32(static_cast<double>(sum) * pow2(e_max - mma.fraction_bits));
 }
 
 }  // namespace
