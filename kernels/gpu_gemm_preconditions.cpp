@@ -110,7 +110,7 @@ std::string cublaslt_config_failure(const QuantizedTensor& a, const QuantizedTen
       !why.empty())
     return why;
   if (!(config.accumulation == AccumulationModel::hopper()) || config.promotion.never || config.promotion.elements != 128)
-    return "cuBLASLt's block-scaled GEMM has one fixed arithmetic (hypothesis: hopper partials promoted every 128); "
+    return "cuBLASLt's block-scaled GEMM has one fixed arithmetic (hopper partials promoted every 128, as measured on an H200 with cuBLASLt 13.1); "
            "it cannot run accumulation " +
            config.accumulation.to_string() + " with promotion " + config.promotion.to_string();
   if (!a.config.format.is_fp8() || !b.config.format.is_fp8())

@@ -53,8 +53,9 @@ std::string cublaslt_format_failure(CublasLtMode mode, Fp8Format a, Fp8Format b)
 // The operands' granularities for a mode: empty when they fit, else the reason.
 std::string cublaslt_operand_failure(CublasLtMode mode, const Granularity& a, const Granularity& b);
 
-// cuBLASLt's block-scaled path as a Backend GEMM: it computes one fixed arithmetic, which
-// DESIGN.md states as a hypothesis (a hopper partial per 128-K block, then promotion). The
+// cuBLASLt's block-scaled path as a Backend GEMM: it computes one fixed arithmetic, a hopper
+// partial per 128-K block, then fp8lab's promotion fma(p, fl(sa*sb), y): bit for bit the CPU
+// emulation's (N_C = 128) on an H200 with cuBLASLt 13.1 (results/gpu/2026-11-26-h200). The
 // configuration must be exactly that one, in formats cuBLASLt has (E4M3 x E4M3 and the mixes
 // E4M3 x E5M2, E5M2 x E4M3, each operand passed with its own type; E5M2 x E5M2 does not
 // exist); otherwise the reason, so a study skips the point instead of failing inside the GEMM.

@@ -3,7 +3,8 @@
 //   wgmma     fp8lab's own kernel (kernels/cuda/wgmma_gemm.hpp): the hopper model with any
 //             promotion interval it takes, bit-exact with the CPU emulation by design;
 //   cublaslt  cuBLASLt's block-scaled FP8 GEMM: one fixed arithmetic, run only for the
-//             configuration DESIGN.md hypothesises it computes (hopper, N_C = 128, 1x128 A).
+//             configuration it was measured to compute bit for bit on an H200 (hopper,
+//             N_C = 128, 1x128 A, 128x128 B; results/gpu/2026-11-26-h200).
 // Buffers are counted in the backend's memory ledger (cudaMalloc).
 #include <memory>
 

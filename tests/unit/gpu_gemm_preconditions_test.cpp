@@ -114,7 +114,7 @@ TEST_CASE("cuBLASLt preconditions: shapes, alignment and operands") {
   CHECK_THAT(cublaslt_operand_failure(CublasLtMode::per_tensor, t128, tensor), Catch::Contains("tensor scales"));
 }
 
-TEST_CASE("cuBLASLt as a backend GEMM: only the arithmetic it is hypothesised to compute") {
+TEST_CASE("cuBLASLt as a backend GEMM: only the arithmetic it was measured to compute") {
   const QuantizedTensor a = operand(64, 256, "tile:1x128"), b = operand(64, 256, "block:128x128");
   CHECK(cublaslt_config_failure(a, b, config_with("128")).empty());
   CHECK_THAT(cublaslt_config_failure(a, b, config_with("64")), Catch::Contains("one fixed arithmetic"));
