@@ -32,8 +32,8 @@ class FallbackBackend final : public Backend {
   }
   QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols,
                            const QuantizeConfig& config) override {
-    // The two-level (nvfp4) rules need the tensor's amax first: the CUDA quantizer refuses them.
-    return (scale_rule_math(config.scale_rule).two_level ? *fallback_ : *primary_).quantize(x, rows, cols, config);
+    // nvfp4:4over6 picks each block's scale from its elements' errors: the CUDA quantizer refuses it.
+    return (config.scale_rule == ScaleRule::nvfp4_4over6 ? *fallback_ : *primary_).quantize(x, rows, cols, config);
   }
   QuantizedTensor requantize_transposed(const QuantizedTensor& in) override {
     return primary_->requantize_transposed(in);

@@ -203,7 +203,7 @@ bench() {
   rc=$?
   gpu_state "after bench-$name"
   case $rc in
-    0) note "bench-$name: done"; grep -E '^(ratio|geomean)' "$work/bench-$name.txt" | sed "s/^/bench-$name: /" | tee -a "$summary" ;;
+    0) note "bench-$name: done"; sed 's/\x1b\[[0-9;]*m//g' "$work/bench-$name.txt" | grep -E '^(ratio|geomean)' | sed "s/^/bench-$name: /" | tee -a "$summary" ;;
     77) note "bench-$name: SKIPPED: no CUDA device"; skips=$((skips + 1)) ;;
     137) note "bench-$name: KILLED after $seconds s (bench-$name.txt has what finished)"; failures=$((failures + 1)) ;;
     *) note "bench-$name: FAILED (exit $rc): $(tail -n 2 "$work/bench-$name.txt" | tr '\n' ' ')"; failures=$((failures + 1)) ;;

@@ -2,20 +2,23 @@
 // host+device code of kernels/scale_rules.hpp), q = satfinite RNE of fl32(x * encode) or
 // fl32(x / encode) as the rule says, x' = fl32(q * decode)); compiled with --fmad=false so
 // x * encode is one IEEE multiply as on the CPU, and IEEE division (nvcc's default
-// -prec-div=true). Rounding: nearest, or stochastic (config.rounding) on the general path.
-// Every element format (E4M3, E5M2, E2M1, E3M2, E2M3) and every one-level rule;
-// the two-level nvfp4 rules need the tensor's amax first and run on the CPU backend only.
-// Layout: x rows x cols row-major. General path: one CUDA block per (row, tile column)
-// segment, so a 1xT tile is one block and a BxB block is B of them (B atomics), per-row and
-// per-tensor one block per row; x is read twice (amax, then encode). Fast path for 1xT tiles
-// with T a multiple of 128 and cols % 4 == 0 (DeepSeek-V3's activations): one warp per tile,
-// the tile held in registers, x read once.
+// -prec-div=true). Rounding: nearest, or stochastic (config.rounding), on every path.
+// Every element format (E4M3, E5M2, E2M1, E3M2, E2M3) and every rule but nvfp4:4over6 (its
+// block scale is chosen from the block's element errors: CPU backend only). The two-level
+// nvfp4 rules (nvfp4, nvfp4:torchao) first reduce the tensor's amax into the workspace's last
+// slot (tensor_amax_kernel); every tile then derives the tensor scale from it.
+// Layout: x rows x cols row-major. One-pass paths (quantize_fast_paths.cuh) when cols % 4 == 0
+// and x is 16-byte aligned: 1xT tiles for T in {16, 32, 64, 128, 256, 512} and BxB blocks for
+// B in {16, 32, 64, 128}, x read once. General path for everything else: one CUDA block per
+// (row, tile column) segment, so a 1xT tile is one block and a BxB block is B of them (B
+// atomics), per-row and per-tensor one block per row; x is read twice (amax, then encode).
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_array.hpp"
+#include "kernels/cuda/quantize_fast_paths.cuh"
 #include "kernels/cuda/quantize_cuda.hpp"
 #include "kernels/formats/float_formats.hpp"
 
@@ -27,11 +30,6 @@ constexpr int kThreads = 128;
 struct Geometry {
   std::int64_t rows, cols, tile_rows, tile_cols, scale_cols;
 };
-
-// |x| as an unsigned bit pattern: compared as integers these order finite values and inf as
-// floats do and make NaN the largest, so an amax over them propagates NaN. Both quantizer
-// paths take their amax this way.
-__device__ __forceinline__ unsigned abs_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
 
 // amax of each (row, tile column) segment into its tile's slot (abs_bits order).
 __global__ void segment_amax_kernel(const float* x, Geometry g, unsigned* amax_bits) {
@@ -50,9 +48,10 @@ __global__ void segment_amax_kernel(const float* x, Geometry g, unsigned* amax_b
 }
 
 __global__ void scale_kernel(const unsigned* amax_bits, std::int64_t tiles, ScaleRule rule, ElementTraits format,
-                             float* scales) {
+                             const unsigned* tensor_amax_bits, float* scales) {
   const std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (t < tiles) scales[t] = tile_scale(float_from_bits(amax_bits[t]), rule, format).decode;
+  if (t < tiles)
+    scales[t] = tile_scale(float_from_bits(amax_bits[t]), rule, format, tensor_scale_of(tensor_amax_bits, rule, format)).decode;
 }
 
 // The encode factor is not always fl32(1 / decode) (te, div), so each segment computes its
@@ -60,20 +59,14 @@ __global__ void scale_kernel(const unsigned* amax_bits, std::int64_t tiles, Scal
 // Stochastic rounding draws from (seed, row * cols + c), as on the CPU (stochastic_rounding.hpp).
 template <class F>
 __global__ void encode_kernel(const float* x, Geometry g, const unsigned* amax_bits, ScaleRule rule, Rounding rounding,
-                              std::uint8_t* codes) {
+                              const unsigned* tensor_amax_bits, std::uint8_t* codes) {
   const std::int64_t row = blockIdx.y, tile_col = blockIdx.x;
   const std::int64_t c0 = tile_col * g.tile_cols, c1 = min(g.cols, c0 + g.tile_cols);
   const float amax = float_from_bits(amax_bits[(row / g.tile_rows) * g.scale_cols + tile_col]);
-  const float factor = tile_scale(amax, rule, element_traits_of<F>()).encode;
+  const ElementTraits traits = element_traits_of<F>();
+  const float factor = tile_scale(amax, rule, traits, tensor_scale_of(tensor_amax_bits, rule, traits)).encode;
   const ApplyScale apply = scale_rule_math(rule).apply;
-  for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) {
-    const std::int64_t i = row * g.cols + c;
-    const float v = scaled_element(x[i], factor, apply);
-    codes[i] = static_cast<std::uint8_t>(
-        rounding.mode == RoundingMode::stochastic
-            ? encode_stochastic<F>(v, stochastic_draw(rounding.seed, static_cast<std::uint64_t>(i)))
-            : encode<F>(v));
-  }
+  for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) codes[row * g.cols + c] = encode_element<F>(x[row * g.cols + c], factor, apply, rounding, row * g.cols + c);
 }
 
 template <class F>
@@ -89,52 +82,56 @@ __global__ void transpose_kernel(const float* in, std::int64_t rows, std::int64_
   if (i < rows * cols) out[(i % cols) * rows + i / cols] = in[i];
 }
 
-// One warp per 1 x (128 V) tile: lane l holds float4 chunks l, l + 32, ... of the tile.
-template <class F, int V>
-__global__ void tile_quantize_kernel(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t tiles_per_row,
-                                     ScaleRule rule, float* scales, std::uint8_t* codes) {
-  const std::int64_t tile_index = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  if (tile_index >= rows * tiles_per_row) return;
-  const std::int64_t row = tile_index / tiles_per_row, first = (tile_index % tiles_per_row) * 128 * V;
-  float4 chunk[V];
-  unsigned amax_bits = 0;
-#pragma unroll
-  for (int i = 0; i < V; ++i) {
-    const std::int64_t c = first + 4 * (lane + 32 * i);
-    chunk[i] = c < cols ? *reinterpret_cast<const float4*>(x + row * cols + c) : make_float4(0, 0, 0, 0);
-    amax_bits = max(max(amax_bits, abs_bits(chunk[i].x)), abs_bits(chunk[i].y));
-    amax_bits = max(max(amax_bits, abs_bits(chunk[i].z)), abs_bits(chunk[i].w));
-  }
-  for (int offset = 16; offset > 0; offset /= 2) amax_bits = max(amax_bits, __shfl_xor_sync(0xFFFFFFFFu, amax_bits, offset));
-  const TileScale scale = tile_scale(float_from_bits(amax_bits), rule, element_traits_of<F>());
-  const ApplyScale apply = scale_rule_math(rule).apply;
-#pragma unroll
-  for (int i = 0; i < V; ++i) {
-    const std::int64_t c = first + 4 * (lane + 32 * i);
-    if (c >= cols) continue;
-    const uchar4 q = make_uchar4(static_cast<unsigned char>(encode<F>(scaled_element(chunk[i].x, scale.encode, apply))),
-                                 static_cast<unsigned char>(encode<F>(scaled_element(chunk[i].y, scale.encode, apply))),
-                                 static_cast<unsigned char>(encode<F>(scaled_element(chunk[i].z, scale.encode, apply))),
-                                 static_cast<unsigned char>(encode<F>(scaled_element(chunk[i].w, scale.encode, apply))));
-    *reinterpret_cast<uchar4*>(codes + row * cols + c) = q;
-  }
-  if (lane == 0) scales[tile_index] = scale.decode;
-}
-
+// The one-pass kernels' launches; false when the shape has none (then the general path runs).
 template <class F>
-void launch_tile_quantize(const float* x, std::int64_t rows, std::int64_t cols, int tile, ScaleRule rule,
-                          float* scales, std::uint8_t* codes, cudaStream_t stream) {
-  const std::int64_t tiles_per_row = (cols + tile - 1) / tile;
-  const std::int64_t threads = rows * tiles_per_row * 32;
-  const auto blocks = static_cast<unsigned>((threads + 255) / 256);
-  switch (tile) {
-    case 128: tile_quantize_kernel<F, 1><<<blocks, 256, 0, stream>>>(x, rows, cols, tiles_per_row, rule, scales, codes); break;
-    case 256: tile_quantize_kernel<F, 2><<<blocks, 256, 0, stream>>>(x, rows, cols, tiles_per_row, rule, scales, codes); break;
-    case 512: tile_quantize_kernel<F, 4><<<blocks, 256, 0, stream>>>(x, rows, cols, tiles_per_row, rule, scales, codes); break;
-    default: throw std::invalid_argument("tile quantizer: T must be 128, 256 or 512");
+bool launch_fast_path(const float* x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
+                      const unsigned* tensor_amax_bits, float* scales, std::uint8_t* codes, cudaStream_t stream) {
+  const Granularity& g = config.granularity;
+  const ScaleRule rule = config.scale_rule;
+  const Rounding rounding = config.rounding;
+  const auto grid_of = [](std::int64_t threads) { return static_cast<unsigned>((threads + 255) / 256); };
+  if (g.kind == Granularity::Kind::tile && g.size >= 128) {
+    const std::int64_t tiles_per_row = (cols + g.size - 1) / g.size, threads = rows * tiles_per_row * 32;
+    const auto launch = [&](auto kernel) {
+      kernel<<<grid_of(threads), 256, 0, stream>>>(x, rows, cols, tiles_per_row, rule, rounding, tensor_amax_bits, scales, codes);
+    };
+    switch (g.size) {
+      case 128: launch(tile_quantize_kernel<F, 1>); return true;
+      case 256: launch(tile_quantize_kernel<F, 2>); return true;
+      case 512: launch(tile_quantize_kernel<F, 4>); return true;
+      default: return false;
+    }
   }
-  FP8LAB_CUDA_CHECK(cudaGetLastError());
+  if (g.kind == Granularity::Kind::tile) {
+    const std::int64_t warps_per_row = (cols + 127) / 128, tiles_per_row = (cols + g.size - 1) / g.size;
+    const std::int64_t threads = rows * warps_per_row * 32;
+    const auto launch = [&](auto kernel) {
+      kernel<<<grid_of(threads), 256, 0, stream>>>(x, rows, cols, warps_per_row, tiles_per_row, rule, rounding,
+                                                   tensor_amax_bits, scales, codes);
+    };
+    switch (g.size) {
+      case 16: launch(narrow_tile_quantize_kernel<F, 16>); return true;
+      case 32: launch(narrow_tile_quantize_kernel<F, 32>); return true;
+      case 64: launch(narrow_tile_quantize_kernel<F, 64>); return true;
+      default: return false;
+    }
+  }
+  if (g.kind == Granularity::Kind::block) {
+    const std::int64_t scale_rows = (rows + g.size - 1) / g.size, scale_cols = (cols + g.size - 1) / g.size;
+    if (scale_rows > 65535) return false;
+    const dim3 blocks(static_cast<unsigned>(scale_cols), static_cast<unsigned>(scale_rows));
+    const auto launch = [&](auto kernel, int threads) {
+      kernel<<<blocks, threads, 0, stream>>>(x, rows, cols, scale_cols, rule, rounding, tensor_amax_bits, scales, codes);
+    };
+    switch (g.size) {
+      case 16: launch(block_quantize_kernel<F, 16>, kBlockThreads<16>); return true;
+      case 32: launch(block_quantize_kernel<F, 32>, kBlockThreads<32>); return true;
+      case 64: launch(block_quantize_kernel<F, 64>, kBlockThreads<64>); return true;
+      case 128: launch(block_quantize_kernel<F, 128>, kBlockThreads<128>); return true;
+      default: return false;
+    }
+  }
+  return false;
 }
 
 Geometry geometry_of(const QuantizedTensor& q) { return {q.rows, q.cols, q.tile_rows, q.tile_cols, q.scale_cols}; }
@@ -146,47 +143,77 @@ unsigned blocks_for(std::int64_t n) { return static_cast<unsigned>((n + 255) / 2
 void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
                      std::uint8_t* d_codes, float* d_scales, unsigned* d_amax_bits, cudaStream_t stream) {
   check_rule_serves_format(config.scale_rule, config.format);
-  if (scale_rule_math(config.scale_rule).two_level)
-    throw std::invalid_argument(std::string("cuda quantize: scale rule ") + scale_rule_name(config.scale_rule) +
-                                " needs the tensor's amax before any tile; it runs on the CPU backend only");
+  if (config.scale_rule == ScaleRule::nvfp4_4over6)
+    throw std::invalid_argument(
+        "cuda quantize: scale rule nvfp4:4over6 picks each block's scale from its elements' errors; it runs on the CPU "
+        "backend only");
   if (rows == 0 || cols == 0) return;
-  const Granularity& granularity = config.granularity;
-  // The fast path rounds to nearest only; stochastic rounding takes the general path.
-  if (granularity.kind == Granularity::Kind::tile && granularity.size % 128 == 0 && cols % 4 == 0 &&
-      reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0 && config.rounding.mode == RoundingMode::nearest) {
-    with_element_codec(config.format, [&](auto codec) {
-      launch_tile_quantize<decltype(codec)>(d_x, rows, cols, granularity.size, config.scale_rule, d_scales, d_codes, stream);
-    });
-    return;
-  }
   const QuantizedTensor shape = make_quantized_tensor(0, cols, config);  // tile geometry only
-  const Geometry g{rows, cols, granularity.tile_rows(rows), shape.tile_cols, shape.scale_cols};
+  const Geometry g{rows, cols, config.granularity.tile_rows(rows), shape.tile_cols, shape.scale_cols};
   const std::int64_t tiles = ((rows + g.tile_rows - 1) / g.tile_rows) * g.scale_cols;
+  unsigned* tensor_amax_bits = nullptr;
+  if (scale_rule_math(config.scale_rule).two_level) {  // the workspace's last slot
+    tensor_amax_bits = d_amax_bits + tiles;
+    FP8LAB_CUDA_CHECK(cudaMemsetAsync(tensor_amax_bits, 0, sizeof(unsigned), stream));
+    const std::int64_t n = rows * cols;
+    tensor_amax_kernel<<<static_cast<unsigned>(std::min<std::int64_t>((n + 255) / 256, 4096)), 256, 0, stream>>>(
+        d_x, n, tensor_amax_bits);
+    FP8LAB_CUDA_CHECK(cudaGetLastError());
+  }
+  if (cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0) {
+    const bool launched = with_element_codec(config.format, [&](auto codec) {
+      return launch_fast_path<decltype(codec)>(d_x, rows, cols, config, tensor_amax_bits, d_scales, d_codes, stream);
+    });
+    if (launched) {
+      FP8LAB_CUDA_CHECK(cudaGetLastError());
+      return;
+    }
+  }
   if (rows > 65535) throw std::invalid_argument("cuda quantize: more than 65535 rows is not supported yet");
   FP8LAB_CUDA_CHECK(cudaMemsetAsync(d_amax_bits, 0, sizeof(unsigned) * static_cast<std::size_t>(tiles), stream));
   const dim3 segments(static_cast<unsigned>(g.scale_cols), static_cast<unsigned>(rows));
   segment_amax_kernel<<<segments, kThreads, 0, stream>>>(d_x, g, d_amax_bits);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
   scale_kernel<<<blocks_for(tiles), 256, 0, stream>>>(d_amax_bits, tiles, config.scale_rule, config.format.traits(),
-                                                       d_scales);
+                                                       tensor_amax_bits, d_scales);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
   with_element_codec(config.format, [&](auto codec) {
     encode_kernel<decltype(codec)><<<segments, kThreads, 0, stream>>>(d_x, g, d_amax_bits, config.scale_rule,
-                                                                      config.rounding, d_codes);
+                                                                      config.rounding, tensor_amax_bits, d_codes);
   });
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
+
+std::size_t amax_workspace_slots(const QuantizedTensor& shape) {
+  return shape.scales.size() + (scale_rule_math(shape.config.scale_rule).two_level ? 1 : 0);
+}
+
+namespace {
+
+// The two-level rules' tensor level, from the workspace's last slot, into q (as the CPU sets it).
+void read_tensor_scale(const DeviceArray<unsigned>& d_amax, QuantizedTensor& q) {
+  if (!scale_rule_math(q.config.scale_rule).two_level || q.codes.empty()) return;  // empty: amax 0, scale {1, 1}
+  unsigned bits = 0;
+  FP8LAB_CUDA_CHECK(cudaMemcpy(&bits, d_amax.get() + q.scales.size(), sizeof bits, cudaMemcpyDeviceToHost));
+  q.tensor_amax = float_from_bits(bits);
+  with_element_codec(q.config.format, [&](auto codec) {
+    q.tensor_scale = tensor_scale(q.tensor_amax, q.config.scale_rule, element_traits_of<decltype(codec)>());
+  });
+}
+
+}  // namespace
 
 QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config) {
   if (static_cast<std::int64_t>(x.size()) != rows * cols) throw std::invalid_argument("cuda quantize: size does not match the shape");
   QuantizedTensor q = make_quantized_tensor(rows, cols, config);
   DeviceArray<float> d_x(x.size()), d_scales(q.scales.size());
   DeviceArray<std::uint8_t> d_codes(q.codes.size());
-  DeviceArray<unsigned> d_amax(q.scales.size());
+  DeviceArray<unsigned> d_amax(amax_workspace_slots(q));
   FP8LAB_CUDA_CHECK(cudaMemcpy(d_x.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
   quantize_device(d_x.get(), rows, cols, config, d_codes.get(), d_scales.get(), d_amax.get(), nullptr);
   FP8LAB_CUDA_CHECK(cudaMemcpy(q.codes.data(), d_codes.get(), q.codes.size(), cudaMemcpyDeviceToHost));
   FP8LAB_CUDA_CHECK(cudaMemcpy(q.scales.data(), d_scales.get(), q.scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  read_tensor_scale(d_amax, q);
   return q;
 }
 
@@ -209,10 +236,11 @@ QuantizedTensor requantize_transposed(const QuantizedTensor& in) {
   QuantizedTensor out = make_quantized_tensor(in.cols, in.rows, in.config);
   DeviceArray<std::uint8_t> d_out_codes(out.codes.size());
   DeviceArray<float> d_out_scales(out.scales.size());
-  DeviceArray<unsigned> d_amax(out.scales.size());
+  DeviceArray<unsigned> d_amax(amax_workspace_slots(out));
   quantize_device(d_t.get(), out.rows, out.cols, out.config, d_out_codes.get(), d_out_scales.get(), d_amax.get(), nullptr);
   FP8LAB_CUDA_CHECK(cudaMemcpy(out.codes.data(), d_out_codes.get(), out.codes.size(), cudaMemcpyDeviceToHost));
   FP8LAB_CUDA_CHECK(cudaMemcpy(out.scales.data(), d_out_scales.get(), out.scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  read_tensor_scale(d_amax, out);
   return out;
 }
 

@@ -14,9 +14,13 @@ namespace fp8lab::cuda {
 QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config);
 QuantizedTensor requantize_transposed(const QuantizedTensor& in);  // as cpu::requantize_transposed
 
-// d_x: rows x cols FP32; d_codes rows x cols; d_scales and d_amax_bits one per tile
-// (make_quantized_tensor's geometry). d_amax_bits is workspace.
+// d_x: rows x cols FP32; d_codes rows x cols; d_scales one per tile (make_quantized_tensor's
+// geometry); d_amax_bits workspace of amax_workspace_slots(shape) entries: one per tile, and
+// for the two-level nvfp4 rules one more, last, which holds the tensor's amax (abs bits) on return.
+// Throws std::invalid_argument for nvfp4:4over6 (CPU backend only) and for a rule that cannot
+// serve the format.
 void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
                      std::uint8_t* d_codes, float* d_scales, unsigned* d_amax_bits, cudaStream_t stream);
+std::size_t amax_workspace_slots(const QuantizedTensor& shape);
 
 }  // namespace fp8lab::cuda

@@ -1,7 +1,9 @@
-// GPU quantizer bandwidth (issue 5): 1x128 E4M3 tiles of a DeepSeek-V3-size activation
-// (4096 tokens x 7168 channels, FP32) next to a device-to-device copy of the same FP32 bytes
-// in the same run. Bytes counted for both: the FP32 input once (what both move from HBM;
-// the quantizer writes 1/4 of it back, the copy all of it). Target: ratio >= 0.8.
+// GPU quantizer bandwidth (issues 5 and 24): a DeepSeek-V3-size activation (4096 tokens x 7168
+// channels, FP32) quantized as DeepSeek-V3's 1x128 E4M3 tiles and 128x128 E4M3 blocks, as
+// MXFP8 (1x32 E4M3, mx:rceil), as NVFP4 (1x16 E2M1, TE's two-level nvfp4: one more pass for
+// the tensor's amax) and its 16x16 weight blocks, next to a device-to-device copy of the same
+// FP32 bytes in the same run. Bytes counted for all: the FP32 input once (what each must read
+// from HBM; a quantizer writes 1/4 of it back, the copy all of it). Target: ratio >= 0.8.
 // CUDA-event timing, L2 flushed before every iteration (bench_support.hpp).
 #include <random>
 #include <vector>
@@ -38,30 +40,47 @@ void BM_DeviceCopyFp32(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(kCount * sizeof(float)));
 }
 
-void quantize_benchmark(benchmark::State& state, const char* granularity) {
+void quantize_benchmark(benchmark::State& state, const QuantizeConfig& config) {
   const float* x = device_activation();
-  const QuantizeConfig config{Fp8Format::e4m3, Granularity::parse(granularity), ScaleRule::fp32};
   const QuantizedTensor shape = make_quantized_tensor(kRows, kCols, config);
   cuda::DeviceArray<std::uint8_t> codes(kCount);
   cuda::DeviceArray<float> scales(shape.scales.size());
-  cuda::DeviceArray<unsigned> amax(shape.scales.size());
+  cuda::DeviceArray<unsigned> amax(cuda::amax_workspace_slots(shape));
   cuda::bench::time_iterations(state, [&] {
     cuda::quantize_device(x, kRows, kCols, config, codes.get(), scales.get(), amax.get(), nullptr);
   });
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(kCount * sizeof(float)));
 }
 
-void BM_QuantizeTile1x128E4M3(benchmark::State& state) { quantize_benchmark(state, "tile:1x128"); }
-void BM_QuantizeBlock128x128E4M3(benchmark::State& state) { quantize_benchmark(state, "block:128x128"); }
+constexpr auto kE2M1 = ElementFormat::Kind::e2m1;
+void BM_QuantizeTile1x128E4M3(benchmark::State& state) {
+  quantize_benchmark(state, {Fp8Format::e4m3, Granularity::tile(128), ScaleRule::fp32});
+}
+void BM_QuantizeBlock128x128E4M3(benchmark::State& state) {
+  quantize_benchmark(state, {Fp8Format::e4m3, Granularity::block(128), ScaleRule::fp32});
+}
+void BM_QuantizeMxfp8(benchmark::State& state) {
+  quantize_benchmark(state, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx_rceil});
+}
+void BM_QuantizeNvfp4(benchmark::State& state) { quantize_benchmark(state, {kE2M1, Granularity::tile(16), ScaleRule::nvfp4}); }
+void BM_QuantizeNvfp4Block16x16(benchmark::State& state) {
+  quantize_benchmark(state, {kE2M1, Granularity::block(16), ScaleRule::nvfp4});
+}
 
 BENCHMARK(BM_DeviceCopyFp32)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeTile1x128E4M3)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeBlock128x128E4M3)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeMxfp8)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeNvfp4)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeNvfp4Block16x16)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
 int main(int argc, char** argv) {
   return cuda::bench::run_gpu_benchmarks(argc, argv, "bytes_per_second",
                                 {{"BM_QuantizeTile1x128E4M3", "BM_DeviceCopyFp32", "quantize 1x128 / D2D copy (target >= 0.8)"},
-                                 {"BM_QuantizeBlock128x128E4M3", "BM_DeviceCopyFp32", "quantize 128x128 / D2D copy"}});
+                                 {"BM_QuantizeBlock128x128E4M3", "BM_DeviceCopyFp32", "quantize 128x128 / D2D copy"},
+                                 {"BM_QuantizeMxfp8", "BM_DeviceCopyFp32", "quantize mxfp8 / D2D copy"},
+                                 {"BM_QuantizeNvfp4", "BM_DeviceCopyFp32", "quantize nvfp4 / D2D copy"},
+                                 {"BM_QuantizeNvfp4Block16x16", "BM_DeviceCopyFp32", "quantize nvfp4 16x16 / D2D copy"}});
 }

@@ -1,7 +1,10 @@
 // CUDA quantizer against the CPU backend: codes and scales bit-identical on random and
-// adversarial tensors, every granularity, element format and one-level scale rule; the transposed
-// re-quantization too. (Label gpu: skipped without a device.)
+// adversarial tensors, every granularity, element format and scale rule the GPU runs (all but
+// nvfp4:4over6), nearest and stochastic rounding, on a shape the one-pass kernels take
+// (cols % 4 == 0) and one that only the general path takes; the transposed re-quantization
+// too. (Label gpu: skipped without a device.)
 #include <catch2/catch.hpp>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -13,42 +16,65 @@
 
 using namespace fp8lab;
 
+namespace {
+
+// Codes, scales and the tensor level of the two-level rules, bit for bit; the differences
+// counted so that one failed check says how many.
+void check_same_as_cpu(const std::vector<float>& x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
+                       const std::string& what) {
+  const QuantizedTensor cpu = cpu::quantize(x, rows, cols, config);
+  const QuantizedTensor gpu = cuda::quantize(x, rows, cols, config);
+  std::size_t code_mismatches = 0, scale_mismatches = 0;
+  for (std::size_t i = 0; i < cpu.codes.size(); ++i) code_mismatches += cpu.codes[i] != gpu.codes[i];
+  for (std::size_t i = 0; i < cpu.scales.size(); ++i) scale_mismatches += float_bits(cpu.scales[i]) != float_bits(gpu.scales[i]);
+  INFO(what << " " << rows << "x" << cols << ": " << code_mismatches << " codes and " << scale_mismatches
+            << " scales differ");
+  CHECK(code_mismatches == 0);
+  CHECK(scale_mismatches == 0);
+  CHECK(float_bits(cpu.tensor_amax) == float_bits(gpu.tensor_amax));
+  CHECK(float_bits(cpu.tensor_scale.encode) == float_bits(gpu.tensor_scale.encode));
+  CHECK(float_bits(cpu.tensor_scale.decode) == float_bits(gpu.tensor_scale.decode));
+}
+
+}  // namespace
+
 TEST_CASE("gpu: cuda quantize is bit-identical to the CPU backend") {
-  constexpr std::int64_t kRows = 70, kCols = 300;
   using Kind = ElementFormat::Kind;
   const std::pair<ElementFormat, test::TableFormat> formats[] = {{Kind::e4m3, test::kE4M3Table},
                                                                  {Kind::e5m2, test::kE5M2Table},
                                                                  {Kind::e2m1, test::kE2M1Table},
                                                                  {Kind::e3m2, test::kE3M2Table},
                                                                  {Kind::e2m3, test::kE2M3Table}};
-  // Every one-level rule (the two-level nvfp4 rules run on the CPU backend only).
-  const ScaleRule rules[] = {ScaleRule::fp32, ScaleRule::pow2,    ScaleRule::deepgemm, ScaleRule::te,
-                             ScaleRule::te_pow2, ScaleRule::div,  ScaleRule::mx,       ScaleRule::mx_ceil,
-                             ScaleRule::mx_even, ScaleRule::mx_rceil};
-  for (const auto& [format, table] : formats) {
-    const auto tensors = test::adversarial_tensors(kRows, kCols, format_max(format), test::midpoints(table));
-    for (const test::NamedTensor& t : tensors)
-      for (ScaleRule rule : rules)
-        for (const char* g : {"tensor", "row", "tile:1x16", "tile:1x32", "tile:1x128", "tile:1x512", "block:32x32",
-                              "block:128x128"}) {
-          DYNAMIC_SECTION(format_name(format) << " " << g << " " << scale_rule_name(rule) << " on " << t.name) {
-            const QuantizeConfig config{format, Granularity::parse(g), rule};
-            const QuantizedTensor cpu = cpu::quantize(t.values, kRows, kCols, config);
-            const QuantizedTensor gpu = cuda::quantize(t.values, kRows, kCols, config);
-            std::size_t code_mismatches = 0, scale_mismatches = 0;
-            for (std::size_t i = 0; i < cpu.codes.size(); ++i) code_mismatches += cpu.codes[i] != gpu.codes[i];
-            for (std::size_t i = 0; i < cpu.scales.size(); ++i)
-              scale_mismatches += float_bits(cpu.scales[i]) != float_bits(gpu.scales[i]);
-            CHECK(code_mismatches == 0);
-            CHECK(scale_mismatches == 0);
-          }
-        }
-  }
+  const ScaleRule one_level[] = {ScaleRule::fp32, ScaleRule::pow2,    ScaleRule::deepgemm, ScaleRule::te,
+                                 ScaleRule::te_pow2, ScaleRule::div,  ScaleRule::mx,       ScaleRule::mx_ceil,
+                                 ScaleRule::mx_even, ScaleRule::mx_rceil};
+  const ScaleRule two_level[] = {ScaleRule::nvfp4, ScaleRule::nvfp4_torchao};  // E2M1 only
+  const char* granularities[] = {"tensor",      "row",         "tile:1x16",   "tile:1x32",   "tile:1x64",
+                                 "tile:1x128",  "tile:1x512",  "block:16x16", "block:32x32", "block:64x64",
+                                 "block:128x128"};
+  const Rounding roundings[] = {Rounding{}, Rounding{RoundingMode::stochastic, 20261126}};
+  // 300 columns: every one-pass kernel, with ragged last tiles and blocks; 301: the general path.
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{70, 300}, {37, 301}})
+    for (const auto& [format, table] : formats) {
+      std::vector<ScaleRule> rules(std::begin(one_level), std::end(one_level));
+      if (format.kind() == Kind::e2m1) rules.insert(rules.end(), std::begin(two_level), std::end(two_level));
+      for (const test::NamedTensor& t : test::adversarial_tensors(rows, cols, format_max(format), test::midpoints(table)))
+        for (ScaleRule rule : rules)
+          for (const char* g : granularities)
+            for (const Rounding& rounding : roundings) {
+              QuantizeConfig config{format, Granularity::parse(g), rule};
+              config.rounding = rounding;
+              std::ostringstream what;
+              what << format_name(format) << " " << g << " " << scale_rule_name(rule) << " "
+                   << (rounding.mode == RoundingMode::stochastic ? "stochastic" : "nearest") << " on " << t.name;
+              check_same_as_cpu(t.values, rows, cols, config, what.str());
+            }
+    }
 }
 
-TEST_CASE("gpu: cuda quantize refuses the two-level nvfp4 rules, naming the CPU backend") {
+TEST_CASE("gpu: cuda quantize refuses nvfp4:4over6, naming the CPU backend") {
   const std::vector<float> x(64, 1.0f);
-  CHECK_THROWS_WITH(cuda::quantize(x, 2, 32, {ElementFormat::Kind::e2m1, Granularity::tile(16), ScaleRule::nvfp4}),
+  CHECK_THROWS_WITH(cuda::quantize(x, 2, 32, {ElementFormat::Kind::e2m1, Granularity::tile(16), ScaleRule::nvfp4_4over6}),
                     Catch::Contains("runs on the CPU backend only"));
 }
 

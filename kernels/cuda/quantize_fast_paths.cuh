@@ -1,0 +1,161 @@
+#pragma once
+// The quantizer's one-pass kernels (included by quantize_cuda.cu alone; the contract is that
+// file's): x is read once, as float4, held in registers while its tile's amax is reduced, then
+// encoded from the registers. They need cols % 4 == 0 and a 16-byte aligned x, so that no
+// float4 straddles a row or a tile (every tile width here is a multiple of 4).
+//   tile_quantize_kernel<F, V>      1 x 128V tiles: one warp per tile, lane l holds chunks
+//                                   l, l + 32, ... (DeepSeek-V3's activations);
+//   narrow_tile_quantize_kernel<F, T>  1 x T tiles, T in {16, 32, 64} (MXFP8, MXFP4, NVFP4): one
+//                                   warp per 128 columns of a row, T / 4 lanes per tile;
+//   block_quantize_kernel<F, B>     B x B blocks, B in {16, 32, 64, 128}: one CTA per block.
+// Element i = row * cols + c is encoded exactly as the general path and the CPU do it
+// (scaled_element, then encode or encode_stochastic with the draw of i), so the three agree
+// bit for bit. The two-level rules read the tensor's amax from *tensor_amax_bits (nullptr for
+// the one-level rules), which tensor_amax_kernel filled before.
+#include "kernels/formats/float_formats.hpp"
+#include "kernels/formats/stochastic_rounding.hpp"
+#include "kernels/scale_rules.hpp"
+
+namespace fp8lab::cuda {
+namespace {
+
+// |x| as an unsigned bit pattern: compared as integers these order finite values and inf as
+// floats do and make NaN the largest, so an amax over them propagates NaN. Every quantizer
+// kernel takes its amax this way, as the CPU's tile_amax does.
+__device__ __forceinline__ unsigned abs_bits(float x) { return float_bits(x) & 0x7FFFFFFFu; }
+
+__device__ __forceinline__ unsigned max_abs_bits(unsigned m, float4 v) {
+  return max(max(max(m, abs_bits(v.x)), abs_bits(v.y)), max(abs_bits(v.z), abs_bits(v.w)));
+}
+
+// The per-tensor level of the two-level rules ({1, 1} for the others), from the same host and
+// device function as the CPU's.
+__device__ __forceinline__ TensorScale tensor_scale_of(const unsigned* tensor_amax_bits, ScaleRule rule,
+                                                       ElementTraits format) {
+  return tensor_amax_bits == nullptr ? TensorScale{} : tensor_scale(float_from_bits(*tensor_amax_bits), rule, format);
+}
+
+template <class F>
+__device__ __forceinline__ std::uint8_t encode_element(float x, float factor, ApplyScale apply, Rounding rounding,
+                                                       std::int64_t i) {
+  const float v = scaled_element(x, factor, apply);
+  return static_cast<std::uint8_t>(rounding.mode == RoundingMode::stochastic
+                                       ? encode_stochastic<F>(v, stochastic_draw(rounding.seed, static_cast<std::uint64_t>(i)))
+                                       : encode<F>(v));
+}
+
+// Four consecutive elements starting at i, as one 4-byte store.
+template <class F>
+__device__ __forceinline__ void encode_chunk(float4 v, float factor, ApplyScale apply, Rounding rounding, std::int64_t i,
+                                             std::uint8_t* codes) {
+  *reinterpret_cast<uchar4*>(codes + i) =
+      make_uchar4(encode_element<F>(v.x, factor, apply, rounding, i), encode_element<F>(v.y, factor, apply, rounding, i + 1),
+                  encode_element<F>(v.z, factor, apply, rounding, i + 2), encode_element<F>(v.w, factor, apply, rounding, i + 3));
+}
+
+// The tensor's amax (abs_bits order) into *amax_bits, which must start at 0. Any order of the
+// maxima gives the same result, so atomics keep the bits.
+__global__ void tensor_amax_kernel(const float* x, std::int64_t n, unsigned* amax_bits) {
+  unsigned m = 0;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    m = max(m, abs_bits(x[i]));
+  for (int offset = 16; offset > 0; offset /= 2) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, offset));
+  if (threadIdx.x % 32 == 0) atomicMax(amax_bits, m);
+}
+
+// One warp per 1 x (128 V) tile: lane l holds float4 chunks l, l + 32, ... of the tile.
+template <class F, int V>
+__global__ void tile_quantize_kernel(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t tiles_per_row,
+                                     ScaleRule rule, Rounding rounding, const unsigned* tensor_amax_bits, float* scales,
+                                     std::uint8_t* codes) {
+  const std::int64_t tile_index = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (tile_index >= rows * tiles_per_row) return;
+  const std::int64_t row = tile_index / tiles_per_row, first = (tile_index % tiles_per_row) * 128 * V;
+  float4 chunk[V];
+  unsigned amax_bits = 0;
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    const std::int64_t c = first + 4 * (lane + 32 * i);
+    chunk[i] = c < cols ? *reinterpret_cast<const float4*>(x + row * cols + c) : make_float4(0, 0, 0, 0);
+    amax_bits = max_abs_bits(amax_bits, chunk[i]);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) amax_bits = max(amax_bits, __shfl_xor_sync(0xFFFFFFFFu, amax_bits, offset));
+  const ElementTraits traits = element_traits_of<F>();
+  const TileScale scale = tile_scale(float_from_bits(amax_bits), rule, traits, tensor_scale_of(tensor_amax_bits, rule, traits));
+  const ApplyScale apply = scale_rule_math(rule).apply;
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    const std::int64_t c = first + 4 * (lane + 32 * i);
+    if (c < cols) encode_chunk<F>(chunk[i], scale.encode, apply, rounding, row * cols + c, codes);
+  }
+  if (lane == 0) scales[tile_index] = scale.decode;
+}
+
+// One warp per 128 columns of a row, which hold 128 / T whole tiles (T divides 128 and tiles
+// start at multiples of T): lane l holds columns 4l..4l+3, and the T / 4 lanes of a tile reduce
+// its amax among themselves (xor offsets below T / 4 stay inside the lane group).
+template <class F, int T>
+__global__ void narrow_tile_quantize_kernel(const float* x, std::int64_t rows, std::int64_t cols,
+                                            std::int64_t warps_per_row, std::int64_t tiles_per_row, ScaleRule rule,
+                                            Rounding rounding, const unsigned* tensor_amax_bits, float* scales,
+                                            std::uint8_t* codes) {
+  static_assert(T == 16 || T == 32 || T == 64);
+  const std::int64_t warp = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp >= rows * warps_per_row) return;
+  const std::int64_t row = warp / warps_per_row, c = (warp % warps_per_row) * 128 + 4 * lane;
+  const bool inside = c < cols;
+  const float4 chunk = inside ? *reinterpret_cast<const float4*>(x + row * cols + c) : make_float4(0, 0, 0, 0);
+  unsigned amax_bits = max_abs_bits(0u, chunk);
+  for (int offset = T / 8; offset > 0; offset /= 2) amax_bits = max(amax_bits, __shfl_xor_sync(0xFFFFFFFFu, amax_bits, offset));
+  const ElementTraits traits = element_traits_of<F>();
+  const TileScale scale = tile_scale(float_from_bits(amax_bits), rule, traits, tensor_scale_of(tensor_amax_bits, rule, traits));
+  if (!inside) return;
+  encode_chunk<F>(chunk, scale.encode, scale_rule_math(rule).apply, rounding, row * cols + c, codes);
+  if (c % T == 0) scales[row * tiles_per_row + c / T] = scale.decode;
+}
+
+// One CTA per B x B block; thread t holds the block's float4 chunks t, t + threads, ... in
+// row-major order (a warp reads 32 consecutive chunks: whole 128-byte lines for B >= 32).
+template <int B>
+constexpr int kBlockThreads = B * B / 4 < 256 ? B * B / 4 : 256;
+
+template <class F, int B>
+__global__ void __launch_bounds__(kBlockThreads<B>)
+    block_quantize_kernel(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t scale_cols, ScaleRule rule,
+                          Rounding rounding, const unsigned* tensor_amax_bits, float* scales, std::uint8_t* codes) {
+  static_assert(B == 16 || B == 32 || B == 64 || B == 128);
+  constexpr int kThreads = kBlockThreads<B>, kWarps = kThreads / 32, kChunksPerRow = B / 4;
+  constexpr int kPerThread = B * B / 4 / kThreads;
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * B, c0 = static_cast<std::int64_t>(blockIdx.x) * B;
+  float4 chunk[kPerThread];
+  unsigned amax_bits = 0;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int index = static_cast<int>(threadIdx.x) + i * kThreads;
+    const std::int64_t r = r0 + index / kChunksPerRow, c = c0 + 4 * (index % kChunksPerRow);
+    chunk[i] = r < rows && c < cols ? *reinterpret_cast<const float4*>(x + r * cols + c) : make_float4(0, 0, 0, 0);
+    amax_bits = max_abs_bits(amax_bits, chunk[i]);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) amax_bits = max(amax_bits, __shfl_xor_sync(0xFFFFFFFFu, amax_bits, offset));
+  __shared__ unsigned warp_max[kWarps];
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax_bits;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) amax_bits = max(amax_bits, warp_max[w]);
+  const ElementTraits traits = element_traits_of<F>();
+  const TileScale scale = tile_scale(float_from_bits(amax_bits), rule, traits, tensor_scale_of(tensor_amax_bits, rule, traits));
+  const ApplyScale apply = scale_rule_math(rule).apply;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int index = static_cast<int>(threadIdx.x) + i * kThreads;
+    const std::int64_t r = r0 + index / kChunksPerRow, c = c0 + 4 * (index % kChunksPerRow);
+    if (r < rows && c < cols) encode_chunk<F>(chunk[i], scale.encode, apply, rounding, r * cols + c, codes);
+  }
+  if (threadIdx.x == 0) scales[blockIdx.y * scale_cols + blockIdx.x] = scale.decode;
+}
+
+}  // namespace
+}  // namespace fp8lab::cuda
