@@ -1,6 +1,7 @@
 #include "harness/study/train_run_columns.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "harness/study/train_operand_columns.hpp"
@@ -21,6 +22,9 @@ std::vector<ColumnDef> train_run_columns(std::int64_t steps, int model_layers) {
           {"step_seconds", T::f64, "s", "wall time of the step", step},
           {"tokens_per_second", T::f64, "1/s", "training tokens (batch x seq_len) per second of the step", step},
           {"step_peak_bytes", T::f64, "byte", "the engine ledger's peak over the step's sequences", step},
+          {"resident_peak_bytes", T::f64, "byte",
+           "the process's resident-set high-water mark over the step, validation included (VmHWM reset at the step's "
+           "start; 0 where the OS does not report it)", step},
           // FP8 operand statistics (harness/train/training_record.hpp), NaN where not sampled
           // or where the recipe runs no FP8 GEMM of the kind.
           {"final_train_loss", T::f64, "nat", "training loss of the last step"},
@@ -30,6 +34,8 @@ std::vector<ColumnDef> train_run_columns(std::int64_t steps, int model_layers) {
           {"parameters", T::i64, "1", "trained parameters"},
           {"peak_bytes", T::i64, "byte", "engine step peak + FP32 master weights + moments + gradient accumulators"},
           {"optimizer_state_bytes", T::i64, "byte", "AdamW moments in their storage format"},
+          {"resident_over_ledger", T::f64, "1",
+           "max over the steps of resident_peak_bytes, over peak_bytes (issue 23's target: <= 2; NaN where the OS does not report it)"},
           {"median_tokens_per_second", T::f64, "1/s", "median over the steps"},
           {"train_tokens", T::str, "", "the training token stream and its sha256"}};
   for (ColumnDef& c : operand_stats_columns(step, model_layers)) columns.push_back(std::move(c));
@@ -50,6 +56,7 @@ Row train_run_row(const train::TrainingRunResult& run, int model_layers, const s
     series["step_seconds"].push_back(s.step_seconds);
     series["tokens_per_second"].push_back(s.tokens_per_second);
     series["step_peak_bytes"].push_back(static_cast<double>(s.step_peak_bytes));
+    series["resident_peak_bytes"].push_back(static_cast<double>(s.resident_peak_bytes));
   }
   add_operand_stats(run.steps, model_layers, row);
   std::int64_t skipped = 0, diverged = 0;
@@ -64,6 +71,11 @@ Row train_run_row(const train::TrainingRunResult& run, int model_layers, const s
   row["parameters"] = static_cast<std::int64_t>(run.parameters);
   row["peak_bytes"] = static_cast<std::int64_t>(run.peak_bytes);
   row["optimizer_state_bytes"] = static_cast<std::int64_t>(run.optimizer_state_bytes);
+  std::size_t resident_peak = 0;
+  for (const train::StepRecord& s : run.steps) resident_peak = std::max(resident_peak, s.resident_peak_bytes);
+  row["resident_over_ledger"] = resident_peak == 0 || run.peak_bytes == 0
+                                    ? std::numeric_limits<double>::quiet_NaN()
+                                    : static_cast<double>(resident_peak) / static_cast<double>(run.peak_bytes);
   row["median_tokens_per_second"] = rates[rates.size() / 2];
   row["train_tokens"] = train_tokens;
   return row;

@@ -16,7 +16,7 @@ namespace fp8lab::train {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'P', '8', 'L', 'A', 'B', 'C', 'K'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 2: step records hold resident_peak_bytes
 constexpr std::size_t kHashBytes = 32;
 
 class Writer {

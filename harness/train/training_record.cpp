@@ -7,7 +7,7 @@ namespace fp8lab::train {
 std::vector<double> step_record_fields(const StepRecord& r) {
   return {r.train_loss,        r.val_loss,     r.grad_norm,         r.lr,
           r.loss_scale,        r.skipped ? 1.0 : 0.0, r.diverged ? 1.0 : 0.0, r.step_seconds,
-          r.tokens_per_second, static_cast<double>(r.step_peak_bytes)};
+          r.tokens_per_second, static_cast<double>(r.step_peak_bytes), static_cast<double>(r.resident_peak_bytes)};
 }
 
 StepRecord step_record_from_fields(std::span<const double> f) {
@@ -23,6 +23,7 @@ StepRecord step_record_from_fields(std::span<const double> f) {
   r.step_seconds = f[7];
   r.tokens_per_second = f[8];
   r.step_peak_bytes = static_cast<std::size_t>(f[9]);
+  r.resident_peak_bytes = static_cast<std::size_t>(f[10]);
   return r;
 }
 

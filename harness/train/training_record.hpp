@@ -15,6 +15,9 @@ struct StepRecord {
   bool diverged = false;  // loss or gradient not finite
   double step_seconds = 0, tokens_per_second = 0;
   std::size_t step_peak_bytes = 0;  // the engine's ledger peak over the step's sequences
+  // The process's resident-set high-water mark over the step, validation included (reset at the
+  // step's start: harness/train/resident_set.hpp); 0 where the OS does not report it.
+  std::size_t resident_peak_bytes = 0;
   // On the steps the run samples (TrainingRunConfig::stats_every): what FP8 quantization did to
   // every FP8 GEMM's operands, summed over the step's sequences; empty on the others.
   std::vector<GemmOperandTally> operand_stats;
@@ -22,7 +25,7 @@ struct StepRecord {
 
 // Every scalar field as a double, in declaration order (flags as 0/1, bytes exact below 2^53),
 // and back (operand_stats travel separately).
-inline constexpr std::size_t kStepRecordFields = 10;
+inline constexpr std::size_t kStepRecordFields = 11;
 std::vector<double> step_record_fields(const StepRecord& record);
 StepRecord step_record_from_fields(std::span<const double> fields);  // fields.size() == kStepRecordFields
 

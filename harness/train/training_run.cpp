@@ -6,6 +6,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "harness/train/resident_set.hpp"
 #include "kernels/cpu/check_finite_and_unscale.hpp"
 #include "kernels/loss_scaling/found_inf_flag.hpp"
 #include "kernels/loss_scaling/loss_scaler.hpp"
@@ -213,6 +214,7 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
 
   for (std::int64_t step = first_step; step < config.steps; ++step) {
     const auto begin = std::chrono::steady_clock::now();
+    reset_resident_peak();  // where refused, the mark read below is the process's: a bound from above
     StepRecord record;
     record.lr = config.schedule.at(step);
     record.loss_scale = loss_scaling ? state.scaler.scale() : 1.0;
@@ -273,6 +275,7 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
                             .loss_sum /
                         static_cast<double>(val_starts.size());
     }
+    record.resident_peak_bytes = read_resident_set().peak_bytes;
     result.steps.push_back(record);
     if (observer) observer(step, record);
     if (last || checkpointing.file.empty()) continue;
