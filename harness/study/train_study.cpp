@@ -202,9 +202,12 @@ class TrainStudy final : public StudyKind {
       }
     }
     const std::int64_t first_step = resume_from ? resume_from->next_step : 0;
-    if (resume_from && !context.quiet)
+    if (resume_from && !context.quiet) {
       std::fprintf(stderr, "fp8lab: %s: resuming at step %lld of %lld from %s\n", p.key().c_str(),
                    static_cast<long long>(first_step), static_cast<long long>(c.steps), checkpointing.file.c_str());
+      if (const std::string why = train::build_mismatch(*resume_from); !why.empty())
+        std::fprintf(stderr, "fp8lab: warning: checkpoint %s: %s\n", checkpointing.file.c_str(), why.c_str());
+    }
     train::StepProgress progress("train " + p.at("recipe") + " seed " + p.at("seed"), c.steps, context.quiet, first_step);
     train::TrainingRunResult r;
     {

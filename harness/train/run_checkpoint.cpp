@@ -8,15 +8,17 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 #include "data/sha256.hpp"
+#include "harness/build_info.hpp"
 
 namespace fp8lab::train {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'P', '8', 'L', 'A', 'B', 'C', 'K'};
-constexpr std::uint32_t kVersion = 2;  // 2: step records hold resident_peak_bytes
+constexpr std::uint32_t kVersion = 2;  // 2: the build, and step records with resident_peak_bytes
 constexpr std::size_t kHashBytes = 32;
 
 class Writer {
@@ -113,6 +115,7 @@ void write_checkpoint(const std::filesystem::path& file, const RunCheckpoint& c)
   w.raw(kMagic, sizeof kMagic);
   w.scalar(kVersion);
   w.text(c.identity);
+  w.text(c.build);
   w.scalar(c.next_step);
   w.scalar(c.updates);
   w.text(c.scaler.to_string());
@@ -194,6 +197,7 @@ RunCheckpoint read_checkpoint(const std::filesystem::path& file) {
     fail("version", std::to_string(version) + " (this fp8lab reads version " + std::to_string(kVersion) + ")");
   RunCheckpoint c;
   c.identity = r.text("identity", body);
+  c.build = r.text("build", 4096);
   c.next_step = r.scalar<std::int64_t>("next_step");
   c.updates = r.scalar<std::int64_t>("updates");
   if (c.next_step < 1 || c.updates < 0 || c.updates > c.next_step) fail("next_step", "steps and updates are inconsistent");
@@ -259,6 +263,17 @@ RunCheckpoint read_checkpoint(const std::filesystem::path& file) {
   }
   if (!r.at_end()) fail("delayed", "bytes left over after the last entry");
   return c;
+}
+
+std::string this_build() {
+  const std::map<std::string, std::string> p = build_provenance();
+  return p.at("compiler") + "; " + p.at("compiler_flags") + "; -march=" + p.at("build_march");
+}
+
+std::string build_mismatch(const RunCheckpoint& c) {
+  if (c.build == this_build()) return "";
+  return "written by another build (" + c.build + "; this one: " + this_build() +
+         "): the curve continues bit-identically only where both builds compute the same bits";
 }
 
 void require_identity(const std::filesystem::path& file, const RunCheckpoint& c, const std::string& identity) {

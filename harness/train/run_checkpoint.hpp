@@ -45,8 +45,12 @@ struct DelayedOperandState {
   float scale = 1;
 };
 
+// The compiler, its flags and the -march of this fp8lab (harness/build_info.hpp); see build_mismatch.
+std::string this_build();
+
 struct RunCheckpoint {
   std::string identity;
+  std::string build = this_build();  // the fp8lab build that wrote it (this_build() of that build)
   std::int64_t next_step = 0;  // steps done
   std::int64_t updates = 0;    // AdamW updates applied (skipped steps apply none)
   LossScalerState scaler;
@@ -61,6 +65,13 @@ class CheckpointError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The compiler, its flags and the -march of this fp8lab (harness/build_info.hpp): a resume by
+// another build gives the bit-identical curve only where both builds compute the same bits,
+// which tests/portable/cross_target_test.sh checks for x86-64-v2, x86-64-v3 and the scalar
+// kernels of one compiler, so a different build is reported (build_mismatch), not refused.
+// Empty when `checkpoint` was written by this build, else one line saying how the builds differ.
+std::string build_mismatch(const RunCheckpoint& checkpoint);
 
 // Throws CheckpointError when the file or its folder cannot be written.
 void write_checkpoint(const std::filesystem::path& file, const RunCheckpoint& checkpoint);

@@ -93,7 +93,7 @@ struct OptimizerState {
 
 RunCheckpoint snapshot(const std::string& identity, std::int64_t next_step, const std::vector<StepRecord>& records,
                        const LlamaWeights& weights, const OptimizerState& state) {
-  RunCheckpoint c{identity, next_step, state.updates, state.scaler.state(), records, {}, {}};
+  RunCheckpoint c{identity, this_build(), next_step, state.updates, state.scaler.state(), records, {}, {}};
   for (const DelayedOperand& d : state.delayed.operands())
     c.delayed.push_back({d.key, d.scaler.config(), d.scaler.history(), d.scaler.scale()});
   for (std::size_t t = 0; t < state.names.size(); ++t) {

@@ -53,6 +53,11 @@ void tally_operand(const QuantizedTensor& q, std::span<const float> source, Oper
       const double x = source[i], back = restored[i], error = x - back;
       t.signal += x * x;
       t.noise += error * error;
+      // fl32(1 / decode) is the quantizer's own factor under every rule but te and div (exact
+      // reciprocals of powers of two, or fl32(1 / sf) itself). Under te and div it is within two
+      // ulps of the quantizer's (fl32(fmt_max / amax), or division by sf), so no element can be
+      // counted differently: |x| <= amax scales to at most fmt_max (1 + 2^-21), far below the
+      // clip thresholds 464 = 448 (1 + 2^-5) and 61440 = 57344 (1 + 2^-4); both counts are 0.
       const float factor = multiplier > 0 ? multiplier : 1.0f / q.scale_of(r, c);
       const float scaled = quantizer_input[i] * factor;
       // Only finite values through a finite factor can be clipped (a NaN is not a clip).

@@ -154,6 +154,13 @@ TEST_CASE("checkpoint: a damaged, truncated or foreign file is refused naming th
   CHECK_THROWS_WITH(require_identity(file, good, "spec A\nrecipe = bf16\n"),
                     Catch::Contains("field 'identity'") && Catch::Contains("recipe = fp32") && Catch::Contains("recipe = bf16"));
   CHECK_NOTHROW(require_identity(file, good, "spec A\nrecipe = fp32\n"));
+  // The build that wrote it travels with it; another build is reported, not refused.
+  CHECK(good.build == this_build());
+  CHECK(build_mismatch(good).empty());
+  RunCheckpoint elsewhere = good;
+  elsewhere.build = "GCC 99; -O0; -march=x86-64";
+  write_checkpoint(file, elsewhere);
+  CHECK_THAT(build_mismatch(read_checkpoint(file)), Catch::Contains("another build") && Catch::Contains("GCC 99"));
 
   rewrite(bytes.substr(0, bytes.size() / 2));
   refused("field 'sha256'");
