@@ -26,18 +26,21 @@ constexpr std::int64_t kParallelGemmWork = std::int64_t{1} << 18;
 constexpr std::int64_t kParallelTransposeElements = std::int64_t{1} << 16;
 
 // C (m x n) (+)= A (m x k, row stride lda) * B (k x n): each of the m n sums in order of k
-// (ordered_gemm.hpp), rows split between threads in whole register blocks. Same order, same
-// bits, on any number of threads.
+// (ordered_gemm.hpp), rows split between threads in whole register blocks (each thread one
+// contiguous share, run by the packed-panel path). Same order, same bits, on any number of threads.
 template <class Real>
 void nn_kernel(const Real* a, std::int64_t lda, const Real* b, Real* c, std::int64_t m, std::int64_t n, std::int64_t k,
                bool accumulate) {
   const std::int64_t bands = (m + kOrderedGemmRows - 1) / kOrderedGemmRows;
   // Threads only for GEMMs big enough to repay starting them.
   const bool parallel = m * n * k >= kParallelGemmWork;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (std::int64_t band = 0; band < bands; ++band) {
-    const std::int64_t i0 = band * kOrderedGemmRows;
-    ordered_gemm_rows(a, lda, b, n, c, n, i0, std::min(m, i0 + kOrderedGemmRows), n, k, accumulate);
+#pragma omp parallel if (parallel)
+  {
+    const std::int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const std::int64_t first = bands * t / threads, last = bands * (t + 1) / threads;
+    std::vector<Real> panel(static_cast<std::size_t>(kOrderedGemmPanelValues<Real>));
+    ordered_gemm_rows_packed(a, lda, b, n, c, n, first * kOrderedGemmRows, std::min(m, last * kOrderedGemmRows), n, k,
+                             accumulate, panel.data());
   }
 }
 

@@ -91,23 +91,24 @@ inline void narrow_block(const Real* a, std::int64_t lda, const Real* b, std::in
   for (std::int64_t r = 0; r < kRows; ++r) std::memcpy(c + r * ldc, &acc[r], sizeof acc[r]);
 }
 
-// Rows [i0, i1) of C: the register blocks, then what they leave by the plain loop.
+// Rows [i0, i1), columns [j_begin, n) of C: the register blocks, then what they leave by the
+// plain loop.
 template <bool kTransposedA, class Real>
 inline void rows(const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real* c, std::int64_t ldc,
-                 std::int64_t i0, std::int64_t i1, std::int64_t n, std::int64_t k, bool accumulate) {
-  const std::int64_t wide = n / kCols<Real> * kCols<Real>;
+                 std::int64_t i0, std::int64_t i1, std::int64_t j_begin, std::int64_t n, std::int64_t k, bool accumulate) {
+  const std::int64_t wide = j_begin + (n - j_begin) / kCols<Real> * kCols<Real>;
   const std::int64_t narrow = wide + (n - wide) / kLanes<Real> * kLanes<Real>;
   std::int64_t i = i0;
   for (; i + kRows <= i1; i += kRows) {
     const Real* ai = kTransposedA ? a + i : a + i * lda;  // A's rows i.. as the block reads them
-    for (std::int64_t j0 = 0; j0 < wide; j0 += kCols<Real>)
+    for (std::int64_t j0 = j_begin; j0 < wide; j0 += kCols<Real>)
       block<kTransposedA>(ai, lda, b + j0, ldb, c + i * ldc + j0, ldc, k, accumulate);
     for (std::int64_t j0 = wide; j0 < narrow; j0 += kLanes<Real>)
       narrow_block<kTransposedA>(ai, lda, b + j0, ldb, c + i * ldc + j0, ldc, k, accumulate);
   }
   const std::int64_t block_rows_end = i;
   for (std::int64_t r = i0; r < i1; ++r) {
-    const std::int64_t j_first = r < block_rows_end ? narrow : 0;  // what the blocks left
+    const std::int64_t j_first = r < block_rows_end ? narrow : j_begin;  // what the blocks left
     Real* out = c + r * ldc;
     if (!accumulate) std::fill(out + j_first, out + n, Real(0));
     for (std::int64_t p = 0; p < k; ++p) {
@@ -116,6 +117,34 @@ inline void rows(const Real* a, std::int64_t lda, const Real* b, std::int64_t ld
       for (std::int64_t j = j_first; j < n; ++j) out[j] += arp * bp[j];
     }
   }
+}
+
+// The K extent of a packed panel: kPanelDepth x kCols floats is 16 KiB, half a typical L1.
+inline constexpr std::int64_t kPanelDepth = 256;
+
+// Rows [i0, i1) of C = A B (A row-major) for large operands: K in chunks of kPanelDepth; in each,
+// B's kCols-wide column panels copied to a contiguous buffer once and run against every band of
+// kRows rows while they sit in L1, instead of every band streaming all of B from L2 or beyond.
+// The same bits as rows(): each register block carries its sums in FP32 to C between chunks and
+// back (exact), so every output still adds its products in order of p. `panel` holds
+// kPanelDepth x kCols values.
+template <class Real>
+inline void rows_packed(const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real* c, std::int64_t ldc,
+                        std::int64_t i0, std::int64_t i1, std::int64_t n, std::int64_t k, bool accumulate, Real* panel) {
+  const std::int64_t bands_end = i0 + (i1 - i0) / kRows * kRows;
+  const std::int64_t wide = n / kCols<Real> * kCols<Real>;
+  if (k == 0 || bands_end == i0 || wide == 0) return rows<false>(a, lda, b, ldb, c, ldc, i0, i1, 0, n, k, accumulate);
+  for (std::int64_t p0 = 0; p0 < k; p0 += kPanelDepth) {
+    const std::int64_t depth = std::min(kPanelDepth, k - p0);
+    for (std::int64_t j0 = 0; j0 < wide; j0 += kCols<Real>) {
+      for (std::int64_t p = 0; p < depth; ++p)
+        std::memcpy(panel + p * kCols<Real>, b + (p0 + p) * ldb + j0, sizeof(Real) * kCols<Real>);
+      for (std::int64_t i = i0; i < bands_end; i += kRows)
+        block<false>(a + i * lda + p0, lda, panel, kCols<Real>, c + i * ldc + j0, ldc, depth, accumulate || p0 > 0);
+    }
+  }
+  rows<false>(a, lda, b, ldb, c, ldc, i0, bands_end, wide, n, k, accumulate);  // the bands' last columns
+  rows<false>(a, lda, b, ldb, c, ldc, bands_end, i1, 0, n, k, accumulate);     // rows short of a band
 }
 
 }  // namespace fp8lab::train::ordered_gemm_detail
@@ -129,21 +158,32 @@ inline constexpr std::int64_t kOrderedGemmRows = ordered_gemm_detail::kRows;
 template <class Real>
 inline void ordered_gemm(const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real* c, std::int64_t ldc,
                          std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate) {
-  ordered_gemm_detail::rows<false>(a, lda, b, ldb, c, ldc, 0, m, n, k, accumulate);
+  ordered_gemm_detail::rows<false>(a, lda, b, ldb, c, ldc, 0, m, 0, n, k, accumulate);
 }
 
 // C (m x n) (+)= A^T B where `a` holds A^T (k x m, row stride lda): the same order.
 template <class Real>
 inline void ordered_gemm_at(const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real* c, std::int64_t ldc,
                             std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate) {
-  ordered_gemm_detail::rows<true>(a, lda, b, ldb, c, ldc, 0, m, n, k, accumulate);
+  ordered_gemm_detail::rows<true>(a, lda, b, ldb, c, ldc, 0, m, 0, n, k, accumulate);
 }
 
 // Rows [i0, i1) of that product (a thread's share; any split gives the same bits).
 template <class Real>
 inline void ordered_gemm_rows(const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real* c, std::int64_t ldc,
                               std::int64_t i0, std::int64_t i1, std::int64_t n, std::int64_t k, bool accumulate) {
-  ordered_gemm_detail::rows<false>(a, lda, b, ldb, c, ldc, i0, i1, n, k, accumulate);
+  ordered_gemm_detail::rows<false>(a, lda, b, ldb, c, ldc, i0, i1, 0, n, k, accumulate);
+}
+
+// The same rows by the packed-panel path (ordered_gemm_detail::rows_packed), for operands too
+// large for L1; `panel` holds kOrderedGemmPanelValues values. The same bits.
+template <class Real>
+inline constexpr std::int64_t kOrderedGemmPanelValues = ordered_gemm_detail::kPanelDepth * ordered_gemm_detail::kCols<Real>;
+template <class Real>
+inline void ordered_gemm_rows_packed(const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real* c,
+                                     std::int64_t ldc, std::int64_t i0, std::int64_t i1, std::int64_t n, std::int64_t k,
+                                     bool accumulate, Real* panel) {
+  ordered_gemm_detail::rows_packed(a, lda, b, ldb, c, ldc, i0, i1, n, k, accumulate, panel);
 }
 
 }  // namespace fp8lab::train

@@ -3,7 +3,8 @@
 // Checked bit for bit against that loop nest, written here from the definition, over shapes
 // that exercise every path (whole register blocks, the 8-wide narrow blocks, the scalar edges,
 // rows short of a block), strided operands, A stored transposed, accumulation, float and double,
-// and a row range split as threads split it.
+// and a row range split as threads split it; and the packed-panel path (K in chunks of 256,
+// B's panels copied), which must give the same bits.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -61,7 +62,7 @@ void check_shapes() {
   unsigned seed = 1;
   for (const std::int64_t m : {1, 3, 4, 5, 8, 13})
     for (const std::int64_t n : {1, 4, 7, 8, 9, 16, 17, 24, 33, 64})
-      for (const std::int64_t k : {1, 2, 8, 31})
+      for (const std::int64_t k : {1, 2, 8, 31, 300})
         for (const bool transposed : {false, true})
           for (const bool accumulate : {false, true}) {
             Problem<Real> p = make_problem<Real>(m, n, k, transposed, seed++);
@@ -82,5 +83,31 @@ void check_shapes() {
 
 }  // namespace
 
+// The packed-panel path over the same shapes, K past one panel's depth (256) and past two,
+// a row range that starts inside the matrix, as a thread's share does.
+template <class Real>
+void check_packed_shapes() {
+  unsigned seed = 1000;
+  std::vector<Real> panel(static_cast<std::size_t>(kOrderedGemmPanelValues<Real>));
+  for (const std::int64_t m : {1, 3, 4, 5, 8, 13})
+    for (const std::int64_t n : {1, 7, 8, 16, 17, 33, 64})
+      for (const std::int64_t k : {0, 1, 31, 256, 257, 600})
+        for (const bool accumulate : {false, true}) {
+          Problem<Real> p = make_problem<Real>(m, n, k, false, seed++);
+          const std::vector<Real> want = loop_nest(p, accumulate);
+          const std::int64_t split = m > kOrderedGemmRows ? kOrderedGemmRows : m;
+          ordered_gemm_rows_packed(p.a.data(), p.lda, p.b.data(), p.ldb, p.c.data(), p.ldc, 0, split, n, k, accumulate,
+                                   panel.data());
+          ordered_gemm_rows_packed(p.a.data(), p.lda, p.b.data(), p.ldb, p.c.data(), p.ldc, split, m, n, k, accumulate,
+                                   panel.data());
+          INFO("packed: m " << m << " n " << n << " k " << k << " accumulate " << accumulate);
+          CHECK(std::memcmp(p.c.data(), want.data(), want.size() * sizeof(Real)) == 0);
+        }
+}
+
 TEST_CASE("ordered gemm: the bits of the plain loop nest, float") { check_shapes<float>(); }
+TEST_CASE("ordered gemm: the packed-panel path has the bits of the plain loop nest") {
+  check_packed_shapes<float>();
+  check_packed_shapes<double>();
+}
 TEST_CASE("ordered gemm: the bits of the plain loop nest, double") { check_shapes<double>(); }
