@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include "kernels/hadamard_transform.hpp"
@@ -58,8 +59,9 @@ void require_same_bits(const std::vector<float>& got, const std::vector<float>& 
   std::size_t mismatches = 0, first = got.size();
   for (std::size_t i = 0; i < got.size(); ++i)
     if (std::bit_cast<std::uint32_t>(got[i]) != std::bit_cast<std::uint32_t>(want[i]) && mismatches++ == 0) first = i;
-  INFO("mismatches " << mismatches << " of " << got.size() << "; first at " << first
-                     << (first < got.size() ? ": got " + std::to_string(got[first]) + ", want " + std::to_string(want[first]) : ""));
+  std::ostringstream where;  // hexfloat: the bits that differ, whatever the magnitude
+  if (first < got.size()) where << ": got " << std::hexfloat << got[first] << ", want " << want[first];
+  INFO("mismatches " << mismatches << " of " << got.size() << "; first at " << first << where.str());
   CHECK(mismatches == 0);
 }
 
