@@ -45,7 +45,8 @@ void tally_operand(const QuantizedTensor& q, std::span<const float> source, Oper
   if (source.size() != static_cast<std::size_t>(q.rows * q.cols) || quantizer_input.size() != source.size())
     throw std::logic_error("tally_operand: the source is not the quantized tensor's size");
   const std::vector<float> restored = cpu::dequantize(q);
-  const bool e4m3 = q.config.format == Fp8Format::e4m3;
+  const ElementFormat format = q.config.format;
+  const float max_finite = format_max(format);
   OperandTally t;
   for (std::int64_t r = 0; r < q.rows; ++r)
     for (std::int64_t c = 0; c < q.cols; ++c) {
@@ -53,11 +54,16 @@ void tally_operand(const QuantizedTensor& q, std::span<const float> source, Oper
       const double x = source[i], back = restored[i], error = x - back;
       t.signal += x * x;
       t.noise += error * error;
-      const float factor = multiplier > 0 ? multiplier : 1.0f / q.scale_of(r, c);
+      // The two-level (nvfp4) rules scale by the tile scale times the per-tensor decode factor
+      // (1 for every other rule, so their factor is unchanged).
+      const float factor = multiplier > 0 ? multiplier : 1.0f / (q.scale_of(r, c) * q.tensor_scale.decode);
       const float scaled = quantizer_input[i] * factor;
       // Only finite values through a finite factor can be clipped (a NaN is not a clip).
       if (std::isfinite(quantizer_input[i]) && std::isfinite(factor))
-        t.saturated += e4m3 ? clipped<E4M3>(scaled) : clipped<E5M2>(scaled);
+        t.saturated += format == Fp8Format::e4m3   ? clipped<E4M3>(scaled)
+                       : format == Fp8Format::e5m2 ? clipped<E5M2>(scaled)
+                                                   // MX/NVFP4 elements have no inf or NaN: beyond the largest is clipped
+                                                   : std::fabs(scaled) > max_finite;
       t.flushed += x != 0 && back == 0;
     }
   t.elements = q.rows * q.cols;
