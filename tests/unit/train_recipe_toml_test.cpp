@@ -128,7 +128,10 @@ TEST_CASE("recipe TOML: bad input names the file and the field") {
   CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nformat = 'e2m1'\na_granularity = 'tile:1x16'\n"
                      "b_granularity = 'block:16x16'\nscale = 'nvfp4:4over6'\naccumulation = 'b200'\npromotion = 'never'\n"
                      "a_rounding = 'stochastic'\n"),
-             Contains("operand A: "));
+             Contains("fprop of L0.wq, operand A: scale rule nvfp4:4over6 rounds to nearest only"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nformat = 'e2m1'\na_granularity = 'tile:1x16'\n"
+                     "b_granularity = 'tile:1x32'\nscale = 'nvfp4:4over6'\naccumulation = 'b200'\npromotion = 'never'\n"),
+             Contains("operand B: scale rule nvfp4:4over6 takes granularity tile:1x16 or block:16x16"));
   CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\n[wgrad]\nrequantize_transposed = true\nrht = true\n"),
              Contains("wgrad of L0.wq: rht transforms the high-precision operands"));
   CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nformat = 'e2m1'\na_granularity = 'tensor'\n"
