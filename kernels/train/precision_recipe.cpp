@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "kernels/hadamard_transform.hpp"
+
 namespace fp8lab::train {
 
 const char* gemm_kind_name(GemmKind kind) {
@@ -146,6 +148,15 @@ void PrecisionRecipe::validate(const ModelConfig& model) const {
         }
       }
     }
+}
+
+void PrecisionRecipe::check_step_tokens(std::int64_t tokens) const {
+  bool rht = fprop.rht || dgrad.rht || wgrad.rht;
+  for (const LayerOverride& o : overrides)
+    for (const auto* p : {&o.fprop, &o.dgrad, &o.wgrad}) rht = rht || (*p && (*p)->rht);
+  if (rht && tokens % kHadamardGroup != 0)
+    throw std::invalid_argument("recipe " + name + " runs the 16x16 Hadamard transform (rht) along a step's tokens, " +
+                                std::to_string(tokens) + " here (seq_len + 1): they must be a multiple of 16");
 }
 
 PrecisionRecipe named_recipe(std::string_view name) {

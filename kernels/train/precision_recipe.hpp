@@ -91,6 +91,9 @@ struct PrecisionRecipe {
   // or beside rht, a scale rule that cannot serve a format or tile, MX/NVFP4 element formats
   // outside accumulation b200, delayed scaling with them.
   void validate(const ModelConfig& model) const;
+  // Throws std::invalid_argument when a GEMM of the recipe runs the RHT (rht) and a step's
+  // token count, the K of its Wgrad, is no multiple of 16: caught before a run starts.
+  void check_step_tokens(std::int64_t tokens) const;
 };
 
 // fp64, fp32, bf16, fp16, deepseek_v3 (E4M3, 1x128 activations / 128x128 weights, hopper
