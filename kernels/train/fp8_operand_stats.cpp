@@ -46,7 +46,10 @@ void tally_operand(const QuantizedTensor& q, std::span<const float> source, Oper
     throw std::logic_error("tally_operand: the source is not the quantized tensor's size");
   const std::vector<float> restored = cpu::dequantize(q);
   const ElementFormat format = q.config.format;
-  const float max_finite = format_max(format);
+  // MX/NVFP4 elements (no inf or NaN) have an all-ones significand at their largest value, so
+  // unclamped RNE leaves the range from the tie above it on: fmt_max + ulp(fmt_max) / 2.
+  const ElementTraits traits = format.traits();
+  const float clip_from = traits.max_finite + std::ldexp(1.0f, traits.emax - traits.mantissa_bits - 1);
   OperandTally t;
   for (std::int64_t r = 0; r < q.rows; ++r)
     for (std::int64_t c = 0; c < q.cols; ++c) {
@@ -62,8 +65,7 @@ void tally_operand(const QuantizedTensor& q, std::span<const float> source, Oper
       if (std::isfinite(quantizer_input[i]) && std::isfinite(factor))
         t.saturated += format == Fp8Format::e4m3   ? clipped<E4M3>(scaled)
                        : format == Fp8Format::e5m2 ? clipped<E5M2>(scaled)
-                                                   // MX/NVFP4 elements have no inf or NaN: beyond the largest is clipped
-                                                   : std::fabs(scaled) > max_finite;
+                                                   : std::fabs(scaled) >= clip_from;
       t.flushed += x != 0 && back == 0;
     }
   t.elements = q.rows * q.cols;
