@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 
 #include "harness/backend_select.hpp"
 #include "harness/memory_budget.hpp"
 #include "harness/quantize_request.hpp"
 #include "harness/study/runner.hpp"  // kMaxThreads
+#include "kernels/hadamard_transform.hpp"
 
 namespace fp8lab {
 namespace {
@@ -43,6 +45,15 @@ ElementFormat b_format_of(const GemmRequest& request, ElementFormat a_format) {
   }
 }
 
+// The operand transformed by the RHT (K a multiple of 16, checked by run), refused with the
+// option's name when the transform overflows FP32 (|x| near FLT_MAX / 4).
+std::vector<float> rht_operand(const GemmOperand& x) {
+  std::vector<float> y = random_hadamard_transform_16(x.values, x.rows, x.cols);
+  if (!std::all_of(y.begin(), y.end(), [](float v) { return std::isfinite(v); }))
+    throw std::invalid_argument("--rht: the Hadamard transform of " + x.label + " overflows FP32");
+  return y;
+}
+
 }  // namespace
 
 std::string default_accum(const std::string& scheme) {
@@ -70,17 +81,32 @@ GemmResult GemmJob::run(const GemmOperand& a, const GemmOperand& b, const std::v
     throw std::invalid_argument(a.label + " is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + " and " +
                                 b.label + " is " + std::to_string(b.rows) + "x" + std::to_string(b.cols) +
                                 ": A (M x K) and B (N x K) must share K");
+  if (request_.rht && a.cols % kHadamardGroup != 0)
+    throw std::invalid_argument("--rht: K = " + std::to_string(a.cols) +
+                                " is not a multiple of 16 (the Hadamard transform's group along K)");
   {
     const auto rows_out = rows.empty() ? a.rows : static_cast<std::int64_t>(rows.size());
     const auto cols_out = cols.empty() ? b.rows : static_cast<std::int64_t>(cols.size());
-    require_memory(gemm_peak_bytes(a.rows, b.rows, a.cols, rows_out, cols_out),
+    // --rht holds FP32 transformed copies of both operands beside the originals.
+    const std::uint64_t rht_bytes =
+        request_.rht ? 4ull * static_cast<std::uint64_t>(a.rows + b.rows) * static_cast<std::uint64_t>(a.cols) : 0;
+    require_memory(gemm_peak_bytes(a.rows, b.rows, a.cols, rows_out, cols_out) + rht_bytes,
                    "gemm of " + a.label + " and " + b.label + " (" + std::to_string(rows_out) + " x " +
                        std::to_string(cols_out) + " outputs; --sample-rows/--sample-cols compute fewer)",
                    request_.ignore_memory_limit);
   }
   GemmResult r;
-  r.qa = backend_->quantize(a.values, a.rows, a.cols, {format_, a_granularity_, scale_rule_});
-  r.qb = backend_->quantize(b.values, b.rows, b.cols, {b_format_, b_granularity_, scale_rule_});
+  // With --rht the quantizer sees the transformed operands; the errors below keep the originals.
+  std::vector<float> transformed_a, transformed_b;
+  std::span<const float> a_in = a.values, b_in = b.values;
+  if (request_.rht) {
+    transformed_a = rht_operand(a);
+    transformed_b = rht_operand(b);
+    a_in = transformed_a;
+    b_in = transformed_b;
+  }
+  r.qa = backend_->quantize(a_in, a.rows, a.cols, {format_, a_granularity_, scale_rule_});
+  r.qb = backend_->quantize(b_in, b.rows, b.cols, {b_format_, b_granularity_, scale_rule_});
   r.plan = plan_gemm(r.qa, r.qb, config_);  // refuses invalid combinations before any work
   if (std::string why = backend_->gemm_config_failure(r.qa, r.qb, config_); !why.empty())
     throw std::invalid_argument("--backend " + request_.backend + ": " + why);

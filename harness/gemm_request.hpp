@@ -34,6 +34,11 @@ struct GemmRequest {
   // b_format, both granularities (A's the activation one, B's the weight one) and scale; the
   // front ends refuse it beside them.
   std::string scheme;
+  // Transformer Engine's 16 x 16 Random Hadamard Transform (kernels/hadamard_transform.hpp)
+  // applied to A and B along K before they are quantized; K must be a multiple of 16. The
+  // exact product is unchanged ((A M)(B M)^T = A B^T), so the errors stay against the
+  // untransformed originals and measure what the transform does to quantization.
+  bool rht = false;
 };
 
 // What an empty accum / promotion means for a request, in their spellings.
@@ -70,8 +75,8 @@ class GemmJob {
   const Granularity& b_granularity() const { return b_granularity_; }
   Backend& backend() const { return *backend_; }
 
-  // Checks that A (M x K) and B (N x K) share K and that the work fits in memory, quantizes
-  // both, refuses an invalid combination (plan_gemm, the backend's own limits), and computes
+  // Checks that A (M x K) and B (N x K) share K and that the work fits in memory, transforms
+  // both when rht (refusing K not a multiple of 16), quantizes both, refuses an invalid combination (plan_gemm, the backend's own limits), and computes
   // the selected outputs (rows, cols: sorted indices, empty = all), with gemm_errors when
   // asked. Throws std::invalid_argument for every refusal.
   GemmResult run(const GemmOperand& a, const GemmOperand& b, const std::vector<std::int64_t>& rows,

@@ -40,9 +40,10 @@ struct Reader {
 
   // Applies the keys of one GEMM table to p.
   void apply_gemm(const toml::table& t, const std::string& field, GemmPrecision& p, bool allow_requantize) const {
-    std::set<std::string> known = {"kind",          "format",        "a_format", "b_format",    "a_granularity",
-                                   "b_granularity", "scale",         "accumulation", "promotion",
-                                   "amax_history",  "amax_reduction", "margin"};
+    std::set<std::string> known = {"kind",          "format",         "a_format",   "b_format",   "a_granularity",
+                                   "b_granularity", "scale",          "accumulation", "promotion",
+                                   "amax_history",  "amax_reduction", "margin",     "a_rounding", "b_rounding",
+                                   "rht"};
     if (allow_requantize) known.insert("requantize_transposed");
     only_keys(t, field + ".", known);
     const auto parsed = [&](const char* key, auto&& parse) {
@@ -62,15 +63,19 @@ struct Reader {
       if (t.contains("format") && t.contains(one))
         throw error(field + "." + one, "give either format (both operands) or a_format / b_format, not both",
                     t.get(one));
-    parsed("format", [&](const std::string& s) { p.a_format = p.b_format = parse_fp8_format(s); });
-    parsed("a_format", [&](const std::string& s) { p.a_format = parse_fp8_format(s); });
-    parsed("b_format", [&](const std::string& s) { p.b_format = parse_fp8_format(s); });
+    parsed("format", [&](const std::string& s) { p.a_format = p.b_format = parse_element_format(s); });
+    parsed("a_format", [&](const std::string& s) { p.a_format = parse_element_format(s); });
+    parsed("b_format", [&](const std::string& s) { p.b_format = parse_element_format(s); });
+    parsed("a_rounding", [&](const std::string& s) { p.a_rounding = parse_rounding_mode(s); });
+    parsed("b_rounding", [&](const std::string& s) { p.b_rounding = parse_rounding_mode(s); });
     parsed("a_granularity", [&](const std::string& s) { p.a_granularity = Granularity::parse(s); });
     parsed("b_granularity", [&](const std::string& s) { p.b_granularity = Granularity::parse(s); });
-    // "delayed": Transformer Engine's delayed scaling (amax history) instead of a scale rule.
+    // "delayed": Transformer Engine's delayed scaling (amax history) instead of a scale rule. The
+    // two-level nvfp4 rules are taken here; validate() checks that the format and
+    // accumulation can serve them (E2M1 operands on b200's block-scaled MMA).
     parsed("scale", [&](const std::string& s) {
       p.delayed_scaling = s == "delayed";
-      if (!p.delayed_scaling) p.scale_rule = parse_gemm_scale_rule(s);
+      if (!p.delayed_scaling) p.scale_rule = parse_scale_rule(s);
     });
     parsed("amax_reduction", [&](const std::string& s) { p.amax_reduction = parse_amax_reduction(s); });
     for (const char* key : {"amax_history", "margin"}) {
@@ -86,10 +91,12 @@ struct Reader {
         throw error(field + "." + key, "applies to scale = \"delayed\" only", t.get(key));
     parsed("accumulation", [&](const std::string& s) { p.gemm.accumulation = AccumulationModel::parse(s); });
     parsed("promotion", [&](const std::string& s) { p.gemm.promotion = PromotionInterval::parse(s); });
-    if (t.contains("requantize_transposed")) {
-      const toml::node* n = t.get("requantize_transposed");
-      if (!n->is_boolean()) throw error(field + ".requantize_transposed", "expected true or false", n);
-      p.requantize_transposed = n->value<bool>().value();
+    for (const auto& [key, flag] : {std::pair<const char*, bool*>{"requantize_transposed", &p.requantize_transposed},
+                                    {"rht", &p.rht}}) {
+      if (!t.contains(key)) continue;
+      const toml::node* n = t.get(key);
+      if (!n->is_boolean()) throw error(field + "." + key, "expected true or false", n);
+      *flag = n->value<bool>().value();
     }
   }
 

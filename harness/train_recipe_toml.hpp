@@ -9,12 +9,15 @@
 //   elementwise = "fp32"       # optional statement; must match what the step runs (fp64 only with fp64 GEMMs)
 //   [gemm]                     # keys for all three GEMM kinds ...
 //   kind = "fp8"               # fp64 | fp32 | bf16 | fp16 | fp8
-//   format = "e4m3"            # fp8: e4m3 | e5m2, both operands; or per operand:
+//   format = "e4m3"            # fp8: e4m3 | e5m2 (| e2m1 | e3m2 | e2m3 under accumulation "b200"), both operands; or per operand:
 //   a_format = "e5m2"          #   A's (dY in Dgrad, dY^T in Wgrad) ...
 //   b_format = "e4m3"          #   ... and B's (W in Dgrad, X^T in Wgrad): a mix, TE's HYBRID
 //   a_granularity = "tile:1x128"
 //   b_granularity = "block:128x128"
-//   scale = "fp32"             # fp32 | pow2 | delayed (TE's delayed scaling; per-tensor granularity)
+//   scale = "fp32"             # a rule of kernels/scale_rules.hpp (fp32, pow2, mx:rceil, nvfp4, ...) | delayed (TE's delayed scaling; per-tensor granularity)
+//   a_rounding = "nearest"     # nearest | stochastic (seeded by the operand's bits), A's elements ...
+//   b_rounding = "nearest"     #   ... and B's
+//   rht = false                # TE's 16x16 Random Hadamard Transform on both operands along K (K % 16 == 0)
 //   amax_history = 1024        # delayed only: TE's amax_history_len, amax_compute_algo, margin
 //   amax_reduction = "max"     #   max | most_recent
 //   margin = 0

@@ -95,7 +95,7 @@ int run_gemm(const GemmOptionsCli& o) {
         {"format", r.format}, {"b_format", format_name(job.b_format())}, {"scale_rule", r.scale}, {"a_granularity", ga.to_string()},
         {"b_granularity", gb.to_string()}, {"accumulation", config.accumulation.to_string()},
         {"promotion", config.promotion.to_string()}, {"promotion_elements", plan.interval},
-        {"output", r.output}, {"backend", backend.name()}, {"device", backend.device()},
+        {"output", r.output}, {"rht", r.rht}, {"backend", backend.name()}, {"device", backend.device()},
         {"gemm_backend", route.backend}, {"gemm_fallback_reason", route.fallback_reason},
         {"rows_computed", errors.rows_computed}, {"cols_computed", errors.cols_computed},
         {"seconds", seconds},
@@ -112,11 +112,12 @@ int run_gemm(const GemmOptionsCli& o) {
   const std::string formats = job.format() == job.b_format()
                                   ? std::string(format_name(job.format()))
                                   : std::string(format_name(job.format())) + " x " + format_name(job.b_format());
-  std::printf("C = A * B^T: M=%lld N=%lld K=%lld, %s, A %s, B %s, scale %s, accumulation %s, promotion %s, "
+  std::printf("C = A * B^T: M=%lld N=%lld K=%lld, %s, %sA %s, B %s, scale %s, accumulation %s, promotion %s, "
               "%s output, %s backend\n",
               static_cast<long long>(a.rows), static_cast<long long>(b.rows), static_cast<long long>(a.cols),
-              formats.c_str(), ga.to_string().c_str(), gb.to_string().c_str(), r.scale.c_str(),
-              config.accumulation.to_string().c_str(), promotion.c_str(), r.output.c_str(), route.backend.c_str());
+              formats.c_str(), r.rht ? "RHT 16x16 (TE signs) on A and B along K, " : "", ga.to_string().c_str(),
+              gb.to_string().c_str(), r.scale.c_str(), config.accumulation.to_string().c_str(), promotion.c_str(),
+              r.output.c_str(), route.backend.c_str());
   if (!route.fallback_reason.empty())
     std::printf("GEMM on %s: %s\n", route.backend.c_str(), route.fallback_reason.c_str());
   std::printf("computed %lld of %lld rows x %lld of %lld columns in %.2f s; max_rel over |ref| > %.4g (1%% of RMS)\n",
@@ -165,6 +166,11 @@ Command add_gemm_command(CLI::App& app) {
                   "Accumulation model: hopper (13 fraction bits, 32-deep, truncation) | fp32 (FMA per product) | "
                   "bits:F,depth:D,round:rz|rne | b200 (Blackwell's block-scaled MMA: UE8M0 or nvfp4 scales inside the "
                   "instruction, FP32 accumulator over all of K). Default: hopper, or b200 with --scheme mxfp8|mxfp4|nvfp4");
+  sub->add_flag("--rht", o->request.rht,
+                "Transform A and B along K with Transformer Engine's 16x16 Random Hadamard Transform (fixed signs, "
+                "H16/4, FP32) before quantizing them; K must be a multiple of 16. The exact product is unchanged, so the "
+                "errors are still against the untransformed A * B^T (the FP32 rounding of the transform counts as "
+                "quantization error)");
   sub->add_option("--promotion", o->request.promotion,
                   "Promote the partial to FP32 every N elements of K (a multiple of the depth that divides the scale "
                   "tile along K) or never. Default: 128, never under b200");

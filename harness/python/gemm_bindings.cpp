@@ -33,7 +33,7 @@ py::object gemm(const py::object& a, const py::object& b, const std::optional<st
                 const std::optional<std::string>& b_format, const std::optional<std::string>& scale,
                 const std::optional<std::string>& scheme, const std::optional<std::string>& accum,
                 const py::object& promotion, const std::string& output, int threads, const std::string& backend,
-                bool ignore_memory_limit, bool errors) {
+                bool ignore_memory_limit, bool rht, bool errors) {
   GemmRequest request;
   if (scheme && (a_granularity || b_granularity || format || b_format || scale))
     throw std::invalid_argument("scheme= sets format, granularities and scale: pass none of them beside it");
@@ -49,6 +49,7 @@ py::object gemm(const py::object& a, const py::object& b, const std::optional<st
   request.threads = threads;
   request.backend = backend;
   request.ignore_memory_limit = ignore_memory_limit;
+  request.rht = rht;
   const GemmJob job(request);
   const FlatArray<float> av = float32_matrix(a, "a"), bv = float32_matrix(b, "b");
   GemmResult result;
@@ -71,7 +72,7 @@ void add_gemm_bindings(py::module_& m) {
         py::arg("scale") = py::none(), py::arg("scheme") = py::none(), py::arg("accum") = py::none(),
         py::arg("promotion") = py::none(), py::arg("output") = d.output, py::arg("threads") = d.threads,
         py::arg("backend") = d.backend, py::arg("ignore_memory_limit") = d.ignore_memory_limit,
-        py::arg("errors") = false,
+        py::arg("rht") = d.rht, py::arg("errors") = false,
         "C = A B^T (A: M x K activations, B: N x K weights as nn.Linear stores them), both quantized to FP8 and "
         "multiplied by the emulation of the FP8 tensor-core GEMM; format is A's, and B's unless b_format names "
         "another (a mix such as format='e5m2', b_format='e4m3'); float32 M x N (with output='bf16' the values "
@@ -81,7 +82,9 @@ void add_gemm_bindings(py::module_& m) {
         "granularities and scale (accum then defaults to b200 but for deepseek). Defaults (None): a_granularity "
         "'tile:1x128', b_granularity 'block:128x128', format 'e4m3', scale 'fp32', accum 'hopper', promotion 128 "
         "(never under b200). promotion: N_C (a multiple "
-        "of 32 that divides the scale tile along K) or 'never'. With errors=True returns (C, errors): the "
+        "of 32 that divides the scale tile along K) or 'never'. rht=True: Transformer Engine's 16x16 Random Hadamard "
+        "Transform (fixed signs) on A and B along K before quantization (K a multiple of 16; errors stay against "
+        "the untransformed A B^T). With errors=True returns (C, errors): the "
         "quantization, accumulation and total error metrics of `fp8lab gemm` (dicts). The same bits as "
         "`fp8lab gemm --a A --b B --out C` with the same options.");
 }

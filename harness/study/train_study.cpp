@@ -143,6 +143,7 @@ class TrainStudy final : public StudyKind {
       const LlamaWeights* w = nullptr;
       guarded(spec, model_field, [&] { w = &weights(std::stoull(p.at("seed"))); });
       guarded(spec, "axes.recipe", [&] { recipe(p.at("recipe"), *w).validate(train::config_of(*w)); });
+      guarded(spec, "training.seq_len", [&] { recipe(p.at("recipe"), *w).check_step_tokens(run_.seq_len + 1); });
     }
     const LlamaWeights& w = weights(std::stoull(points.front().at("seed")));
     model_layers_ = w.config.n_layers;

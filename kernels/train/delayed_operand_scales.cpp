@@ -23,7 +23,7 @@ DelayedOperand& DelayedOperandScales::operand(const std::string& layer, GemmKind
   const std::string key = key_of(layer, kind, which);
   for (DelayedOperand& o : operands_)
     if (o.key == key) return o;
-  const Fp8Format format = which == 'a' ? p.a_format : p.b_format;
+  const Fp8Format format = (which == 'a' ? p.a_format : p.b_format).fp8();  // validate() refused the others
   operands_.push_back({key, DelayedScaler({format, p.amax_history, p.amax_reduction, p.margin}), 0});
   return operands_.back();
 }

@@ -45,7 +45,11 @@ void tally_operand(const QuantizedTensor& q, std::span<const float> source, Oper
   if (source.size() != static_cast<std::size_t>(q.rows * q.cols) || quantizer_input.size() != source.size())
     throw std::logic_error("tally_operand: the source is not the quantized tensor's size");
   const std::vector<float> restored = cpu::dequantize(q);
-  const bool e4m3 = q.config.format == Fp8Format::e4m3;
+  const ElementFormat format = q.config.format;
+  // MX/NVFP4 elements (no inf or NaN) have an all-ones significand at their largest value, so
+  // unclamped RNE leaves the range from the tie above it on: fmt_max + ulp(fmt_max) / 2.
+  const ElementTraits traits = format.traits();
+  const float clip_from = traits.max_finite + std::ldexp(1.0f, traits.emax - traits.mantissa_bits - 1);
   OperandTally t;
   for (std::int64_t r = 0; r < q.rows; ++r)
     for (std::int64_t c = 0; c < q.cols; ++c) {
@@ -53,16 +57,21 @@ void tally_operand(const QuantizedTensor& q, std::span<const float> source, Oper
       const double x = source[i], back = restored[i], error = x - back;
       t.signal += x * x;
       t.noise += error * error;
-      // fl32(1 / decode) is the quantizer's own factor under every rule but te and div (exact
-      // reciprocals of powers of two, or fl32(1 / sf) itself). Under te and div it is within two
-      // ulps of the quantizer's (fl32(fmt_max / amax), or division by sf), so no element can be
-      // counted differently: |x| <= amax scales to at most fmt_max (1 + 2^-21), far below the
-      // clip thresholds 464 = 448 (1 + 2^-5) and 61440 = 57344 (1 + 2^-4); both counts are 0.
-      const float factor = multiplier > 0 ? multiplier : 1.0f / q.scale_of(r, c);
+      // fl32(1 / decode) is the quantizer's own factor under every one-level rule but te and div
+      // (exact reciprocals of powers of two, or fl32(1 / sf) itself). Under te and div it is
+      // within two ulps of the quantizer's (fl32(fmt_max / amax), or division by sf), so no
+      // element can be counted differently: |x| <= amax scales to at most fmt_max (1 + 2^-21),
+      // far below the clip threshold (the tie above fmt_max: 464 = 448 (1 + 2^-5) for E4M3,
+      // 61440 = 57344 (1 + 2^-4) for E5M2, 7 = 6 (1 + 1/6) for E2M1); both counts are 0.
+      // The two-level (nvfp4) rules scale by the tile scale times the per-tensor decode factor
+      // (1 for every other rule): TE's enc = fl32(1 / fl32(s_b * decode)) up to its FLT_MAX cap.
+      const float factor = multiplier > 0 ? multiplier : 1.0f / (q.scale_of(r, c) * q.tensor_scale.decode);
       const float scaled = quantizer_input[i] * factor;
       // Only finite values through a finite factor can be clipped (a NaN is not a clip).
       if (std::isfinite(quantizer_input[i]) && std::isfinite(factor))
-        t.saturated += e4m3 ? clipped<E4M3>(scaled) : clipped<E5M2>(scaled);
+        t.saturated += format == Fp8Format::e4m3   ? clipped<E4M3>(scaled)
+                       : format == Fp8Format::e5m2 ? clipped<E5M2>(scaled)
+                                                   : std::fabs(scaled) >= clip_from;
       t.flushed += x != 0 && back == 0;
     }
   t.elements = q.rows * q.cols;

@@ -10,8 +10,11 @@
 //   saturated: round-to-nearest-even of the scaled value fl32(x * m) without the clamp leaves
 //              the format's range, so satfinite clipped it (a value that merely rounds down to
 //              fmt_max is not counted; the tie above fmt_max is clipped in E5M2, whose fmt_max
-//              has an odd significand, and not in E4M3). m is the factor the quantizer multiplied
-//              by: delayed scaling's own scale (passed in), else fl32(1 / sf), which is the
+//              has an odd significand, and not in E4M3; in the MX/NVFP4 element formats, whose
+//              largest value has an odd significand too, from the tie on: 7 for E2M1, 30 for
+//              E3M2, 7.75 for E2M3). m is the factor the quantizer multiplied by: delayed
+//              scaling's own scale (passed in), else fl32(1 / sf) (for the two-level nvfp4 rules
+//              fl32(1 / fl32(s_b * decode)), within a few ulps of the quantizer's), which is the
 //              factor of the fp32 / pow2 / deepgemm rules and within an ulp of the te and div
 //              rules' (so their counts can differ at the boundary). NaN and inf values, and a
 //              non-finite factor, count as no clip.

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -13,6 +14,7 @@
 #include "kernels/cpu/requantize_transposed.hpp"
 #include "kernels/cpu/transpose.hpp"
 #include "kernels/formats/float_formats.hpp"
+#include "kernels/hadamard_transform.hpp"
 #include "kernels/train/ordered_gemm.hpp"
 
 namespace fp8lab::train {
@@ -63,8 +65,28 @@ std::size_t quantized_bytes(std::int64_t rows, std::int64_t cols, const Granular
   return static_cast<std::size_t>(rows * cols + scales * 4);
 }
 
-QuantizeConfig quantize_config(const GemmPrecision& p, Fp8Format format, const Granularity& g) {
+QuantizeConfig quantize_config(const GemmPrecision& p, ElementFormat format, const Granularity& g) {
   return {format, g, p.scale_rule};
+}
+
+// A fresh operand's quantization: the precision's rule, and the operand's rounding, whose
+// stochastic draws are seeded by the operand's bits (operand_rounding_seed).
+QuantizedTensor quantize_operand(const GemmPrecision& p, char which, std::span<const float> x, std::int64_t rows,
+                                 std::int64_t cols) {
+  QuantizeConfig config = quantize_config(p, which == 'a' ? p.a_format : p.b_format,
+                                          which == 'a' ? p.a_granularity : p.b_granularity);
+  if ((which == 'a' ? p.a_rounding : p.b_rounding) == RoundingMode::stochastic)
+    config.rounding = {RoundingMode::stochastic, operand_rounding_seed(x, which)};
+  return cpu::quantize(x, rows, cols, config);
+}
+
+// The RHT of an operand (rows x k) along k, refused with the recipe's field named when k is no
+// multiple of 16 (a step's token count, or a Wgrad slice of it).
+std::vector<float> rht_operand(const std::vector<float>& x, std::int64_t rows, std::int64_t k) {
+  if (k % kHadamardGroup != 0)
+    throw std::invalid_argument("rht: the GEMM's K = " + std::to_string(k) +
+                                " (tokens, for Wgrad) is not a multiple of 16, the Hadamard transform's group");
+  return random_hadamard_transform_16(x, rows, k);
 }
 
 // One thread for GEMMs too small to repay a thread team (every stories260K GEMM): the
@@ -100,10 +122,14 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
     std::vector<float> ac(static_cast<std::size_t>(m * k)), bc(static_cast<std::size_t>(n * k));
     for (std::int64_t r = 0; r < m; ++r) std::memcpy(&ac[static_cast<std::size_t>(r * k)], a + r * lda, sizeof(float) * static_cast<std::size_t>(k));
     for (std::int64_t r = 0; r < n; ++r) std::memcpy(&bc[static_cast<std::size_t>(r * k)], b + r * ldb, sizeof(float) * static_cast<std::size_t>(k));
-    const QuantizedTensor qa = p.delayed_scaling ? quantize_delayed(ac, m, k, p.a_format, *call.delayed_a)
-                                                 : cpu::quantize(ac, m, k, quantize_config(p, p.a_format, p.a_granularity));
-    const QuantizedTensor qb = p.delayed_scaling ? quantize_delayed(bc, n, k, p.b_format, *call.delayed_b)
-                                                 : cpu::quantize(bc, n, k, quantize_config(p, p.b_format, p.b_granularity));
+    if (p.rht) {  // the quantizer and the tally see the transformed operands; their product is A B^T
+      ac = rht_operand(ac, m, k);
+      bc = rht_operand(bc, n, k);
+    }
+    const QuantizedTensor qa = p.delayed_scaling ? quantize_delayed(ac, m, k, p.a_format.fp8(), *call.delayed_a)
+                                                 : quantize_operand(p, 'a', ac, m, k);
+    const QuantizedTensor qb = p.delayed_scaling ? quantize_delayed(bc, n, k, p.b_format.fp8(), *call.delayed_b)
+                                                 : quantize_operand(p, 'b', bc, n, k);
     if (call.tally) {  // delayed scaling multiplied by its scale (roll() moves it only after the step)
       tally_operand(qa, ac, call.tally->a, {}, p.delayed_scaling ? call.delayed_a->scaler.scale() : 0.0f);
       tally_operand(qb, bc, call.tally->b, {}, p.delayed_scaling ? call.delayed_b->scaler.scale() : 0.0f);
@@ -151,6 +177,16 @@ Tensor<Real> workspace(const GemmCall& call, std::int64_t rows, std::int64_t col
 }
 
 }  // namespace
+
+std::uint64_t operand_rounding_seed(std::span<const float> x, char which) {
+  // FNV-1a over the FP32 bit patterns, then one SplitMix64 finalization to spread it.
+  std::uint64_t h = 0xcbf29ce484222325ull ^ static_cast<std::uint64_t>(which);
+  for (const float v : x) {
+    h ^= std::bit_cast<std::uint32_t>(v);
+    h *= 0x100000001b3ull;
+  }
+  return splitmix64_mix(h);
+}
 
 template <class Real>
 void fprop(const GemmCall& call, const Tensor<Real>& x, const Tensor<Real>& w, Tensor<Real>& y) {

@@ -12,6 +12,7 @@
 // slice after slice, gives the very bits of one pass: what `slices:S` relies on. FP8 GEMMs
 // run cpu::gemm_nt, whose promotion restarts per call: there, slicing K changes the bits.
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "kernels/memory_ledger.hpp"
@@ -33,6 +34,11 @@ struct GemmCall {
   DelayedOperand* delayed_a = nullptr;
   DelayedOperand* delayed_b = nullptr;
 };
+
+// The seed of an operand's stochastic rounding (GemmPrecision::a_rounding / b_rounding): a hash
+// of its FP32 bits and of which operand it is ('a' or 'b'), so a run repeats bit for bit while
+// each step's new gradients get new draws, with nothing to thread through the step.
+std::uint64_t operand_rounding_seed(std::span<const float> x, char which);
 
 // Y = X W^T   (X: rows x in, W: out x in, Y: rows x out)
 template <class Real>

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "kernels/hadamard_transform.hpp"
+
 namespace fp8lab::train {
 
 const char* gemm_kind_name(GemmKind kind) {
@@ -39,6 +41,8 @@ std::string GemmPrecision::describe() const {
   return "fp8 " + formats + " A " + a_granularity.to_string() + " B " +
          b_granularity.to_string() + " scale " + scale_rule_name(scale_rule) + " accum " +
          gemm.accumulation.to_string() + " N_C " + gemm.promotion.to_string() +
+         (a_rounding == RoundingMode::stochastic ? " A stochastic" : "") +
+         (b_rounding == RoundingMode::stochastic ? " B stochastic" : "") + (rht ? " rht" : "") +
          (requantize_transposed ? " requantized" : "") +
          (delayed_scaling ? " delayed history " + std::to_string(amax_history) + " " + amax_reduction_name(amax_reduction) +
                                 " margin " + std::to_string(margin)
@@ -50,7 +54,8 @@ bool GemmPrecision::operator==(const GemmPrecision& o) const {
   return a_format == o.a_format && b_format == o.b_format && a_granularity == o.a_granularity && b_granularity == o.b_granularity &&
          scale_rule == o.scale_rule && gemm.accumulation == o.gemm.accumulation &&
          gemm.promotion.never == o.gemm.promotion.never && gemm.promotion.elements == o.gemm.promotion.elements &&
-         gemm.output == o.gemm.output && requantize_transposed == o.requantize_transposed &&
+         gemm.output == o.gemm.output && a_rounding == o.a_rounding && b_rounding == o.b_rounding && rht == o.rht &&
+         requantize_transposed == o.requantize_transposed &&
          delayed_scaling == o.delayed_scaling &&
          (!delayed_scaling || (amax_history == o.amax_history && amax_reduction == o.amax_reduction && margin == o.margin));
 }
@@ -64,6 +69,28 @@ bool override_matches(const std::string& pattern, const std::string& layer) {
     return dot != std::string::npos && layer.substr(dot) == pattern.substr(1);
   }
   return pattern == layer;
+}
+
+// One quantized operand's format, rule, tiles and rounding, refused with the GEMM and layer
+// named: the rule must serve the format (the nvfp4 rules take E2M1 only) and the tile
+// (nvfp4:4over6: 1x16 or 16x16, nearest rounding), and the MX/NVFP4 element formats run on
+// Blackwell's block-scaled MMA only.
+void check_operand(const GemmPrecision& p, char which, const std::string& where) {
+  const ElementFormat format = which == 'A' ? p.a_format : p.b_format;
+  const Granularity& g = which == 'A' ? p.a_granularity : p.b_granularity;
+  const bool stochastic = (which == 'A' ? p.a_rounding : p.b_rounding) == RoundingMode::stochastic;
+  try {
+    check_rule_serves_format(p.scale_rule, format);
+    if (g.kind == Granularity::Kind::tile || g.kind == Granularity::Kind::block)
+      check_rule_serves_tiles(p.scale_rule, g.kind == Granularity::Kind::tile ? 1 : g.size, g.size, stochastic);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(where + ", operand " + which + ": " + e.what());
+  }
+  if (!format.is_fp8() && p.gemm.accumulation.kind != AccumulationModel::Kind::block_scaled)
+    throw std::invalid_argument(where + ", operand " + which + ": format " + format.name() +
+                                " runs on Blackwell's block-scaled MMA only (accumulation = \"b200\")");
+  if (!format.is_fp8() && p.delayed_scaling)
+    throw std::invalid_argument(where + ": delayed scaling takes e4m3 or e5m2, not " + std::string(format.name()));
 }
 }  // namespace
 
@@ -92,18 +119,26 @@ void PrecisionRecipe::validate(const ModelConfig& model) const {
       if ((p.kind == GemmPrecision::Kind::fp64) != fp64())
         throw std::invalid_argument(std::string(gemm_kind_name(k)) + " of " + l +
                                     ": fp64 cannot be mixed with other kinds (the step computes in one precision)");
+      if (p.kind == GemmPrecision::Kind::fp8) {
+        const std::string where = std::string(gemm_kind_name(k)) + " of " + l;
+        check_operand(p, 'A', where);
+        check_operand(p, 'B', where);
+        if (p.rht && p.requantize_transposed)
+          throw std::invalid_argument(where + ": rht transforms the high-precision operands, requantize_transposed "
+                                      "re-quantizes FP8 ones: choose one");
+      }
       if (p.kind == GemmPrecision::Kind::fp8 && p.delayed_scaling) {
         if (p.a_granularity != Granularity::tensor() || p.b_granularity != Granularity::tensor() || p.requantize_transposed)
           throw std::invalid_argument(std::string(gemm_kind_name(k)) + " of " + l +
                                       ": delayed scaling keeps one scale per tensor: both granularities must be "
                                       "'tensor', without requantize_transposed");
-        DelayedScalingConfig{p.a_format, p.amax_history, p.amax_reduction, p.margin}.validate();
+        DelayedScalingConfig{p.a_format.fp8(), p.amax_history, p.amax_reduction, p.margin}.validate();
       }
       if (k == GemmKind::wgrad && p.kind == GemmPrecision::Kind::fp8 && p.requantize_transposed) {
         // Dgrad's A (dY) becomes this A (dY^T), Fprop's A (X) this B (X^T): each keeps its format.
         for (GemmKind source : {GemmKind::fprop, GemmKind::dgrad}) {
           const GemmPrecision& s = resolve(l, source);
-          const Fp8Format kept = source == GemmKind::dgrad ? p.a_format : p.b_format;
+          const ElementFormat kept = source == GemmKind::dgrad ? p.a_format : p.b_format;
           if (s.kind != GemmPrecision::Kind::fp8 || s.a_granularity.kind != Granularity::Kind::tile ||
               s.a_format != kept || s.scale_rule != p.scale_rule || s.a_granularity != p.a_granularity)
             throw std::invalid_argument("wgrad.requantize_transposed of " + l + ": needs " + gemm_kind_name(source) +
@@ -113,6 +148,15 @@ void PrecisionRecipe::validate(const ModelConfig& model) const {
         }
       }
     }
+}
+
+void PrecisionRecipe::check_step_tokens(std::int64_t tokens) const {
+  bool rht = fprop.rht || dgrad.rht || wgrad.rht;
+  for (const LayerOverride& o : overrides)
+    for (const auto* p : {&o.fprop, &o.dgrad, &o.wgrad}) rht = rht || (*p && (*p)->rht);
+  if (rht && tokens % kHadamardGroup != 0)
+    throw std::invalid_argument("recipe " + name + " runs the 16x16 Hadamard transform (rht) along a step's tokens, " +
+                                std::to_string(tokens) + " here (seq_len + 1): they must be a multiple of 16");
 }
 
 PrecisionRecipe named_recipe(std::string_view name) {

@@ -25,12 +25,22 @@ const char* gemm_kind_name(GemmKind kind);
 struct GemmPrecision {
   // fp64: FP64 operands and sums; fp32: FP32 operands, FP32 sums in order of K;
   // bf16 / fp16: operands rounded (RNE) to BF16 / FP16, FP32 sums; fp8: quantized operands
-  // through the CPU emulation of the FP8 tensor-core GEMM.
+  // through the CPU emulation of the tensor-core GEMM (FP8, or under accumulation b200 also
+  // the MX/NVFP4 element formats E2M1, E3M2, E2M3).
   enum class Kind { fp64, fp32, bf16, fp16, fp8 };
   Kind kind = Kind::fp32;
   // fp8 only. Each operand's format: they may differ, as in Transformer Engine's HYBRID
   // backward (A = dY or dY^T in E5M2, B = W or X^T in E4M3), which Hopper's wgmma runs.
-  Fp8Format a_format = Fp8Format::e4m3, b_format = Fp8Format::e4m3;
+  ElementFormat a_format = Fp8Format::e4m3, b_format = Fp8Format::e4m3;
+  // fp8 only. Each operand's element rounding: nearest (RNE) or stochastic, as TE's NVFP4
+  // recipe rounds its gradients (dY in Dgrad, dY^T in Wgrad). The stochastic draws are seeded
+  // by the operand's own bits (operand_rounding_seed in linear_gemm.hpp): a run repeats
+  // bit for bit, and each step's new gradients get new draws.
+  RoundingMode a_rounding = RoundingMode::nearest, b_rounding = RoundingMode::nearest;
+  // fp8 only. Transformer Engine's 16 x 16 Random Hadamard Transform (kernels/hadamard_transform.hpp)
+  // applied to both operands along K before quantization, as TE's NVFP4 recipe does to the
+  // Wgrad operands (K = tokens). K must be a multiple of 16 when the GEMM runs.
+  bool rht = false;
   Granularity a_granularity = Granularity::tile(128), b_granularity = Granularity::block(128);
   ScaleRule scale_rule = ScaleRule::fp32;
   GemmConfig gemm;  // accumulation model, promotion interval N_C (output FP32)
@@ -77,8 +87,13 @@ struct PrecisionRecipe {
   const char* elementwise() const { return fp64() ? "fp64" : "fp32"; }
   const GemmPrecision& resolve(const std::string& layer, GemmKind kind) const;
   // Throws std::invalid_argument naming the field: an override for a layer the model
-  // lacks, fp64 mixed with other kinds, requantize_transposed without tile:1xT A operands.
+  // lacks, fp64 mixed with other kinds, requantize_transposed without tile:1xT A operands
+  // or beside rht, a scale rule that cannot serve a format or tile, MX/NVFP4 element formats
+  // outside accumulation b200, delayed scaling with them.
   void validate(const ModelConfig& model) const;
+  // Throws std::invalid_argument when a GEMM of the recipe runs the RHT (rht) and a step's
+  // token count, the K of its Wgrad, is no multiple of 16: caught before a run starts.
+  void check_step_tokens(std::int64_t tokens) const;
 };
 
 // fp64, fp32, bf16, fp16, deepseek_v3 (E4M3, 1x128 activations / 128x128 weights, hopper

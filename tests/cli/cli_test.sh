@@ -23,7 +23,7 @@ case_help() {
   done
   expect_exit 0 "$fp8lab" gemm --help
   for option in --a --b --a-name --b-name --a-granularity --b-granularity --format --scale --accum --promotion \
-                --output --out --sample-rows --sample-cols --json; do
+                --output --out --sample-rows --sample-cols --json --rht; do
     grep -qF -- "$option" "$work/out" || fail "gemm --help does not explain $option"
   done
   expect_exit 0 "$fp8lab" compare --help
@@ -295,6 +295,35 @@ assert (r["scheme"], r["format"], r["scale_rule"]) == ("nvfp4", "e2m1", "nvfp4")
 assert (r["a_granularity"], r["b_granularity"]) == ("tile:1x16", "block:16x16"), r
 assert (r["accumulation"], r["promotion"]) == ("b200", "never"), r
 PY
+}
+
+case_gemm_rht() {
+  make_gemm_operands
+  # The transform leaves the product exact, so with it NVFP4's C is still A * B^T to NVFP4 size,
+  # and the report says it ran; the bits differ from the run without it.
+  expect_exit 0 "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --scheme nvfp4 --rht --json --out "$work/c_rht.npy"
+  cp "$work/out" "$work/rht.json"
+  expect_exit 0 "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --scheme nvfp4 --json --out "$work/c.npy"
+  "$py" - "$work" <<'PY' || fail "--rht run is not as expected: $(cat "$work/rht.json")"
+import json, sys, numpy as np
+w = sys.argv[1]
+r, plain = json.load(open(f"{w}/rht.json")), json.load(open(f"{w}/out"))
+assert r["rht"] is True and plain["rht"] is False, (r["rht"], plain["rht"])
+a, b = (np.load(f"{w}/{n}.npy").astype(np.float64) for n in "ab")
+c_rht, c = np.load(f"{w}/c_rht.npy"), np.load(f"{w}/c.npy")
+ref = a @ b.T
+rel = np.linalg.norm(c_rht - ref) / np.linalg.norm(ref)
+assert 1e-3 < rel < 0.3, rel            # E2M1 elements: ~2^-2 relative per element, averaged down
+assert not np.array_equal(c_rht, c)     # the operands were transformed before quantization
+assert abs(r["total"]["rel_frobenius"] - rel) < 1e-6 * rel + 1e-12, (r["total"]["rel_frobenius"], rel)
+PY
+  expect_exit 0 "$fp8lab" gemm --a "$work/a.npy" --b "$work/b.npy" --rht
+  grep -q "RHT 16x16 (TE signs) on A and B along K" "$work/out" || fail "the table report does not say --rht ran: $(cat "$work/out")"
+  # K = 300 is no multiple of 16: refused with the option named, and no C written.
+  expect_exit 0 "$fp8lab" synth --rows 8 --cols 300 --seed 1 -o "$work/k300.npy"
+  expect_one_line_error "--rht: K = 300 is not a multiple of 16" "$fp8lab" gemm --a "$work/k300.npy" --b "$work/k300.npy" \
+    --rht --out "$work/refused.npy"
+  [[ ! -e "$work/refused.npy" ]] || fail "a refused --rht run wrote its output"
 }
 
 "case_$case_name"

@@ -64,6 +64,9 @@ case_bad_input() {
   expect_refused "--order" --order random --tokens "$work/u16.npy" "${small[@]}"
   expect_refused "--attention" --attention sometimes --tokens "$work/u16.npy" "${small[@]}"
   expect_refused "not one of naive, flash" --attention sometimes --tokens "$work/u16.npy" "${small[@]}"
+  # The nvfp4 recipe's RHT runs along a step's seq_len + 1 = 9 tokens: refused before any step.
+  expect_refused "--seq-len: recipe nvfp4 runs the 16x16 Hadamard transform (rht) along a step's tokens, 9 here" \
+    --recipe "$source_dir/experiments/recipes/nvfp4.toml" --tokens "$work/u16.npy" "${small[@]}"
 }
 
 # The same ids as .npy uint16, .npy int32 and raw .bin give the same curve; the record follows the

@@ -71,6 +71,20 @@ class GemmMatchesCli(CliTestCase):
         with self.assertRaisesRegex(ValueError, "scheme= sets format"):
             fp8lab.gemm(self.a, self.b, scheme="mxfp8", format="e4m3")
 
+    def test_rht_is_the_clis(self):
+        # rht=True and --rht: the same bits (K = 320 is a multiple of 16), under the Hopper model
+        # and NVFP4's b200; it changes what is quantized, so the bits differ from the plain run.
+        self.assertTrue(self.check(["--rht"], rht=True))
+        self.assertTrue(self.check(["--rht", "--scheme", "nvfp4"], rht=True, scheme="nvfp4"))
+        self.assertFalse(np.array_equal(fp8lab.gemm(self.a, self.b, scheme="nvfp4", rht=True),
+                                        fp8lab.gemm(self.a, self.b, scheme="nvfp4")))
+        # K = 312 is not: refused alike, naming the option.
+        self.a, self.b = self.a[:, :312].copy(), self.b[:, :312].copy()
+        self.a_path, self.b_path = self.save("a312.npy", self.a), self.save("b312.npy", self.b)
+        self.assertFalse(self.check(["--rht"], rht=True))
+        with self.assertRaisesRegex(ValueError, "--rht: K = 312 is not a multiple of 16"):
+            fp8lab.gemm(self.a, self.b, rht=True)
+
     def test_mixed_operand_formats(self):
         # B in another format than A (--b-format / b_format): the same bits as the CLI, every
         # pairing; b_format=None (the default) is A's format.

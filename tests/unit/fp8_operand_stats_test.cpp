@@ -49,6 +49,14 @@ TEST_CASE("operand stats: saturated, flushed and SQNR of a hand-made operand fol
   OperandTally t5;
   tally_operand(q5, y, t5);
   CHECK(t5.saturated == 1);
+  // E2M1: fmt_max 6 (significand 1.1, odd), next binade 8, so unclamped RNE clips from the tie 7 on.
+  const std::vector<float> z{7.0f, 6.99f, -7.5f, 6.0f};
+  QuantizedTensor q4 = make_quantized_tensor(1, 4, {ElementFormat::Kind::e2m1, Granularity::row(), ScaleRule::fp32});
+  q4.scales[0] = 1.0f;
+  for (std::size_t i = 0; i < z.size(); ++i) q4.codes[i] = static_cast<std::uint8_t>(encode<E2M1>(z[i]));
+  OperandTally t4;
+  tally_operand(q4, z, t4);
+  CHECK(t4.saturated == 2);  // 7 and -7.5
   CHECK(OperandTally{}.sqnr_db() != OperandTally{}.sqnr_db());  // NaN without elements
 }
 

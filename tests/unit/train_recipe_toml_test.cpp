@@ -116,6 +116,27 @@ TEST_CASE("recipe TOML: bad input names the file and the field") {
              Contains("field 'gemm.amax_reduction'"));
   CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nscale = 'delayed'\nmargin = 'big'\n"),
              Contains("field 'gemm.margin': expected an integer"));
+  // NVFP4's fields: roundings, the RHT flag, E2M1 and the two-level rule where they cannot run.
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\na_rounding = 'up'\n"),
+             Contains("bad.toml:4:14: field 'gemm.a_rounding': rounding 'up' is not one of nearest, stochastic"));
+  CHECK_THAT(refusal("name = 'x'\n[wgrad]\nrht = 'yes'\n"), Contains("bad.toml:3:7: field 'wgrad.rht': expected true or false"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nformat = 'e2m1'\na_granularity = 'tile:1x16'\n"
+                     "b_granularity = 'tile:1x16'\nscale = 'nvfp4'\n"),
+             Contains("field 'gemm': fprop of L0.wq, operand A: format e2m1 runs on Blackwell's block-scaled MMA only"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nscale = 'nvfp4'\naccumulation = 'b200'\npromotion = 'never'\n"),
+             Contains("operand A: scale rule nvfp4 needs format e2m1, not e4m3"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nformat = 'e2m1'\na_granularity = 'tile:1x16'\n"
+                     "b_granularity = 'block:16x16'\nscale = 'nvfp4:4over6'\naccumulation = 'b200'\npromotion = 'never'\n"
+                     "a_rounding = 'stochastic'\n"),
+             Contains("fprop of L0.wq, operand A: scale rule nvfp4:4over6 rounds to nearest only"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nformat = 'e2m1'\na_granularity = 'tile:1x16'\n"
+                     "b_granularity = 'tile:1x32'\nscale = 'nvfp4:4over6'\naccumulation = 'b200'\npromotion = 'never'\n"),
+             Contains("operand B: scale rule nvfp4:4over6 takes granularity tile:1x16 or block:16x16"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\n[wgrad]\nrequantize_transposed = true\nrht = true\n"),
+             Contains("wgrad of L0.wq: rht transforms the high-precision operands"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nformat = 'e2m1'\na_granularity = 'tensor'\n"
+                     "b_granularity = 'tensor'\nscale = 'delayed'\naccumulation = 'b200'\npromotion = 'never'\n"),
+             Contains("delayed scaling takes e4m3 or e5m2, not e2m1"));
   try {
     load_recipe_toml("no/such/recipe.toml", stories());
     FAIL("missing file accepted");
@@ -139,4 +160,35 @@ TEST_CASE("recipe TOML: experiments/recipes/mxfp8.toml runs every GEMM on Blackw
     CHECK_FALSE(p.requantize_transposed);
   }
   CHECK(r.resolve("classifier", GemmKind::fprop).kind == GemmPrecision::Kind::bf16);
+}
+
+TEST_CASE("recipe TOML: experiments/recipes/nvfp4.toml is Transformer Engine's NVFP4 recipe") {
+  const std::string file = std::string(FP8LAB_TEST_SOURCE_DIR) + "/experiments/recipes/nvfp4.toml";
+  const PrecisionRecipe r = load_recipe_toml(file, stories());
+  for (const GemmKind k : kGemmKinds) {
+    const GemmPrecision& p = r.resolve("L0.w2", k);
+    INFO(gemm_kind_name(k));
+    CHECK(p.kind == GemmPrecision::Kind::fp8);
+    CHECK(p.a_format == ElementFormat::Kind::e2m1);
+    CHECK(p.b_format == ElementFormat::Kind::e2m1);
+    CHECK(p.scale_rule == ScaleRule::nvfp4);
+    CHECK(p.gemm.accumulation == AccumulationModel::b200());
+    CHECK(p.gemm.promotion.never);
+    CHECK_FALSE(p.requantize_transposed);
+    // 1x16 tiles for activations and gradients; 2-D 16x16 blocks for W (Fprop's B) and W^T (Dgrad's B).
+    CHECK(p.a_granularity == Granularity::tile(16));
+    CHECK(p.b_granularity == (k == GemmKind::wgrad ? Granularity::tile(16) : Granularity::block(16)));
+    // Stochastic rounding on the gradient operands only (A of Dgrad and Wgrad: dY, dY^T).
+    CHECK(p.a_rounding == (k == GemmKind::fprop ? RoundingMode::nearest : RoundingMode::stochastic));
+    CHECK(p.b_rounding == RoundingMode::nearest);
+    // The Random Hadamard Transform on the Wgrad operands only.
+    CHECK(p.rht == (k == GemmKind::wgrad));
+  }
+  for (const char* layer : {"classifier", "L4.wq", "L4.wk", "L4.wv", "L4.wo", "L4.w1", "L4.w2", "L4.w3"})
+    for (const GemmKind k : kGemmKinds) {
+      INFO(layer << " " << gemm_kind_name(k));
+      CHECK(r.resolve(layer, k).kind == GemmPrecision::Kind::bf16);
+    }
+  CHECK(r.resolve("L3.wo", GemmKind::wgrad).kind == GemmPrecision::Kind::fp8);
+  CHECK_THAT(r.wgrad.describe(), Catch::Contains("A stochastic rht"));
 }
