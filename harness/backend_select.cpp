@@ -36,7 +36,8 @@ class FallbackBackend final : public Backend {
     return (config.scale_rule == ScaleRule::nvfp4_4over6 ? *fallback_ : *primary_).quantize(x, rows, cols, config);
   }
   QuantizedTensor requantize_transposed(const QuantizedTensor& in) override {
-    return primary_->requantize_transposed(in);
+    // The CUDA one refuses the two-level rules (and nvfp4:4over6 is quantized on the CPU anyway).
+    return (scale_rule_math(in.config.scale_rule).two_level ? *fallback_ : *primary_).requantize_transposed(in);
   }
   std::string gemm_unavailable_reason() const override {
     if (primary_->gemm_unavailable_reason().empty()) return "";

@@ -121,4 +121,13 @@ std::string cublaslt_config_failure(const QuantizedTensor& a, const QuantizedTen
   return cublaslt_precondition_failure(CublasLtMode::block_scaled, a.rows, b.rows, a.cols, config.output);
 }
 
+std::string cublaslt_backend_failure(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config) {
+  if (std::string why = cublaslt_config_failure(a, b, config); !why.empty()) return why;
+  if (!is_block128(b.config.granularity))
+    return "cuBLASLt with B per " + b.config.granularity.to_string() +
+           " (VEC128) folds each 128-block as fma(fl(p*sa), sb, y), not the promotion fma(p, fl(sa*sb), y) the CPU "
+           "emulation computes (measured on an H200): as a backend it takes B per block:128x128 only";
+  return "";
+}
+
 }  // namespace fp8lab

@@ -54,11 +54,18 @@ std::string cublaslt_format_failure(CublasLtMode mode, Fp8Format a, Fp8Format b)
 std::string cublaslt_operand_failure(CublasLtMode mode, const Granularity& a, const Granularity& b);
 
 // cuBLASLt's block-scaled path as a Backend GEMM: it computes one fixed arithmetic, a hopper
-// partial per 128-K block, then fp8lab's promotion fma(p, fl(sa*sb), y): bit for bit the CPU
-// emulation's (N_C = 128) on an H200 with cuBLASLt 13.1 (results/gpu/2026-11-26-h200). The
+// partial per 128-K block, then fp8lab's promotion fma(p, fl(sa*sb), y) when B is in 128x128
+// blocks: bit for bit the CPU emulation's (N_C = 128, E4M3) on an H200 with cuBLASLt 13.1
+// (results/gpu/2026-11-26-h200; B in 1x128 tiles folds differently, see cublaslt_backend_failure). The
 // configuration must be exactly that one, in formats cuBLASLt has (E4M3 x E4M3 and the mixes
 // E4M3 x E5M2, E5M2 x E4M3, each operand passed with its own type; E5M2 x E5M2 does not
 // exist); otherwise the reason, so a study skips the point instead of failing inside the GEMM.
 std::string cublaslt_config_failure(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config);
+
+// cuBLASLt as a Backend GEMM, which must compute the configuration asked for (the CPU emulation's
+// bits): cublaslt_config_failure, and B in 128x128 blocks. With B in 1x128 tiles (VEC128 x
+// VEC128) cuBLASLt folds each block as fma(fl(p*sa), sb, y), not fp8lab's fma(p, fl(sa*sb), y):
+// 9386 of 24576 outputs differ on an H200 (results/gpu/2026-11-26-h200/findings.tsv).
+std::string cublaslt_backend_failure(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config);
 
 }  // namespace fp8lab

@@ -160,7 +160,13 @@ class RecomputeStudy final : public StudyKind {
       } catch (const std::invalid_argument& e) {
         throw spec.error("axes.policy", e.what());
       }
-      recipe(p, spec);  // a TOML recipe's errors (unknown key, a layer this model lacks) name its file and field
+      // A TOML recipe's errors (unknown key, a layer this model lacks) name its file and field.
+      const PrecisionRecipe r = recipe(p, spec);
+      try {
+        r.check_step_tokens(T, policy(p, model, T).slices);
+      } catch (const std::invalid_argument& e) {
+        throw spec.error("axes.tokens", e.what());
+      }
       if (shapes_only(p))
         for (const std::string& m : requested_)
           if (kAllocatingOnly.contains(m))

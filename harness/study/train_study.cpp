@@ -43,6 +43,7 @@
 #include "harness/train/training_run.hpp"
 #include "harness/study/train_run_columns.hpp"
 #include "harness/train/weights_file.hpp"
+#include "kernels/train/activation_policy.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/precision_recipe.hpp"
 
@@ -143,7 +144,16 @@ class TrainStudy final : public StudyKind {
       const LlamaWeights* w = nullptr;
       guarded(spec, model_field, [&] { w = &weights(std::stoull(p.at("seed"))); });
       guarded(spec, "axes.recipe", [&] { recipe(p.at("recipe"), *w).validate(train::config_of(*w)); });
-      guarded(spec, "training.seq_len", [&] { recipe(p.at("recipe"), *w).check_step_tokens(run_.seq_len + 1); });
+      guarded(spec, "training.seq_len", [&] {
+        const std::int64_t tokens = run_.seq_len + 1;
+        int slices = 1;
+        try {
+          slices = train::make_policy(run_.policy, train::config_of(*w), tokens, 4, run_.attention).slices;
+        } catch (const std::invalid_argument&) {
+          // a malformed policy is training.policy's own error, reported where it is checked
+        }
+        recipe(p.at("recipe"), *w).check_step_tokens(tokens, slices);
+      });
     }
     const LlamaWeights& w = weights(std::stoull(points.front().at("seed")));
     model_layers_ = w.config.n_layers;

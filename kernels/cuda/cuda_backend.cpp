@@ -39,7 +39,7 @@ class CudaBackend final : public Backend {
   std::string gemm_unavailable_reason() const override { return gemm_unavailable_; }
   std::string gemm_config_failure(const QuantizedTensor& a, const QuantizedTensor& b,
                                   const GemmConfig& config) const override {
-    if (engine_ == GemmEngine::cublaslt) return cublaslt_config_failure(a, b, config);
+    if (engine_ == GemmEngine::cublaslt) return cublaslt_backend_failure(a, b, config);
     try {
       plan_wgmma_gemm(a, b, config);
     } catch (const std::invalid_argument& e) {

@@ -160,7 +160,8 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
         d_x, n, tensor_amax_bits);
     FP8LAB_CUDA_CHECK(cudaGetLastError());
   }
-  if (cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0) {
+  // float4 loads of x and uchar4 stores of the codes need both aligned.
+  if (cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0 && reinterpret_cast<std::uintptr_t>(d_codes) % 4 == 0) {
     const bool launched = with_element_codec(config.format, [&](auto codec) {
       return launch_fast_path<decltype(codec)>(d_x, rows, cols, config, tensor_amax_bits, d_scales, d_codes, stream);
     });
@@ -218,6 +219,10 @@ QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64
 }
 
 QuantizedTensor requantize_transposed(const QuantizedTensor& in) {
+  // dequantize_kernel applies the tile scale alone, not a two-level rule's per-tensor factor.
+  if (scale_rule_math(in.config.scale_rule).two_level)
+    throw std::invalid_argument(std::string("cuda requantize_transposed: scale rule ") +
+                                scale_rule_name(in.config.scale_rule) + " is two-level; it runs on the CPU backend only");
   if (in.config.granularity.kind != Granularity::Kind::tile)
     throw std::invalid_argument("requantize_transposed: input must be quantized with tile:1xT, not " +
                                 in.config.granularity.to_string());

@@ -123,6 +123,10 @@ void PrecisionRecipe::validate(const ModelConfig& model) const {
         const std::string where = std::string(gemm_kind_name(k)) + " of " + l;
         check_operand(p, 'A', where);
         check_operand(p, 'B', where);
+        if (p.rht && k != GemmKind::wgrad)
+          throw std::invalid_argument(where + ": rht applies to Wgrad's operands only (Transformer Engine's NVFP4 "
+                                      "recipe), whose K is the step's tokens; the K of Fprop and Dgrad is a model "
+                                      "dimension");
         if (p.rht && p.requantize_transposed)
           throw std::invalid_argument(where + ": rht transforms the high-precision operands, requantize_transposed "
                                       "re-quantizes FP8 ones: choose one");
@@ -132,9 +136,19 @@ void PrecisionRecipe::validate(const ModelConfig& model) const {
           throw std::invalid_argument(std::string(gemm_kind_name(k)) + " of " + l +
                                       ": delayed scaling keeps one scale per tensor: both granularities must be "
                                       "'tensor', without requantize_transposed");
+        if (p.a_rounding == RoundingMode::stochastic || p.b_rounding == RoundingMode::stochastic)
+          throw std::invalid_argument(std::string(gemm_kind_name(k)) + " of " + l +
+                                      ": delayed scaling rounds to nearest (its quantizer has no stochastic rounding)");
         DelayedScalingConfig{p.a_format.fp8(), p.amax_history, p.amax_reduction, p.margin}.validate();
       }
       if (k == GemmKind::wgrad && p.kind == GemmPrecision::Kind::fp8 && p.requantize_transposed) {
+        // The re-quantization repeats Dgrad's and Fprop's A quantizations with nearest rounding.
+        const auto stochastic = [](RoundingMode m) { return m == RoundingMode::stochastic; };
+        if (stochastic(p.a_rounding) || stochastic(p.b_rounding) || stochastic(resolve(l, GemmKind::dgrad).a_rounding) ||
+            stochastic(resolve(l, GemmKind::fprop).a_rounding))
+          throw std::invalid_argument("wgrad.requantize_transposed of " + l +
+                                      ": re-quantizes with nearest rounding, so neither it nor the Fprop and Dgrad A "
+                                      "quantizations it repeats may round stochastically");
         // Dgrad's A (dY) becomes this A (dY^T), Fprop's A (X) this B (X^T): each keeps its format.
         for (GemmKind source : {GemmKind::fprop, GemmKind::dgrad}) {
           const GemmPrecision& s = resolve(l, source);
@@ -150,13 +164,18 @@ void PrecisionRecipe::validate(const ModelConfig& model) const {
     }
 }
 
-void PrecisionRecipe::check_step_tokens(std::int64_t tokens) const {
+void PrecisionRecipe::check_step_tokens(std::int64_t tokens, int slices) const {
   bool rht = fprop.rht || dgrad.rht || wgrad.rht;
   for (const LayerOverride& o : overrides)
     for (const auto* p : {&o.fprop, &o.dgrad, &o.wgrad}) rht = rht || (*p && (*p)->rht);
   if (rht && tokens % kHadamardGroup != 0)
     throw std::invalid_argument("recipe " + name + " runs the 16x16 Hadamard transform (rht) along a step's tokens, " +
                                 std::to_string(tokens) + " here (seq_len + 1): they must be a multiple of 16");
+  // Under slices:S the MLP's Wgrads run on T / S tokens at a time.
+  if (rht && slices > 1 && (tokens % slices != 0 || (tokens / slices) % kHadamardGroup != 0))
+    throw std::invalid_argument("recipe " + name + " runs the 16x16 Hadamard transform (rht) along each of the " +
+                                std::to_string(slices) + " slices of a step's " + std::to_string(tokens) +
+                                " tokens: tokens / slices must be a multiple of 16");
 }
 
 PrecisionRecipe named_recipe(std::string_view name) {

@@ -89,11 +89,12 @@ struct PrecisionRecipe {
   // Throws std::invalid_argument naming the field: an override for a layer the model
   // lacks, fp64 mixed with other kinds, requantize_transposed without tile:1xT A operands
   // or beside rht, a scale rule that cannot serve a format or tile, MX/NVFP4 element formats
-  // outside accumulation b200, delayed scaling with them.
+  // outside accumulation b200, delayed scaling with them, rht on a GEMM other than Wgrad.
   void validate(const ModelConfig& model) const;
   // Throws std::invalid_argument when a GEMM of the recipe runs the RHT (rht) and a step's
-  // token count, the K of its Wgrad, is no multiple of 16: caught before a run starts.
-  void check_step_tokens(std::int64_t tokens) const;
+  // token count, the K of its Wgrad, is no multiple of 16, or (slices:S policies, whose MLP
+  // Wgrads run a slice at a time) tokens / S is not: caught before a run starts.
+  void check_step_tokens(std::int64_t tokens, int slices = 1) const;
 };
 
 // fp64, fp32, bf16, fp16, deepseek_v3 (E4M3, 1x128 activations / 128x128 weights, hopper

@@ -120,6 +120,12 @@ TEST_CASE("cuBLASLt as a backend GEMM: only the arithmetic it was measured to co
   CHECK_THAT(cublaslt_config_failure(a, b, config_with("64")), Catch::Contains("one fixed arithmetic"));
   CHECK_THAT(cublaslt_config_failure(a, b, config_with("128", "fp32")), Catch::Contains("one fixed arithmetic"));
   CHECK_THAT(cublaslt_config_failure(operand(64, 256, "row"), b, config_with("128")), Catch::Contains("tile:1x128"));
+  // As a backend, B per 1x128 tile is refused: silicon folds those blocks differently.
+  CHECK(cublaslt_backend_failure(a, b, config_with("128")).empty());
+  const QuantizedTensor b_tiles = operand(64, 256, "tile:1x128");
+  CHECK(cublaslt_config_failure(a, b_tiles, config_with("128")).empty());
+  CHECK_THAT(cublaslt_backend_failure(a, b_tiles, config_with("128")), Catch::Contains("block:128x128 only"));
+  CHECK_THAT(cublaslt_backend_failure(a, b, config_with("64")), Catch::Contains("one fixed arithmetic"));
 }
 
 TEST_CASE("cuBLASLt formats: E5M2 x E5M2 is refused up front (it would throw inside the GEMM)") {

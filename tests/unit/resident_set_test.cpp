@@ -13,7 +13,10 @@ TEST_CASE("resident set: the high-water mark sees touched memory and a reset for
   if (before.current_bytes == 0) SUCCEED("this OS reports no resident set");
   if (before.current_bytes == 0) return;
   CHECK(before.peak_bytes >= before.current_bytes);
-  REQUIRE(reset_resident_peak());
+  if (!reset_resident_peak()) {  // a kernel that refuses clear_refs: runs then record the process's mark
+    WARN("/proc/self/clear_refs refused: the high-water mark cannot be reset here");
+    return;
+  }
   constexpr std::size_t kBytes = std::size_t{64} << 20;
   {
     // Written through, so every page is resident (an untouched allocation is not).

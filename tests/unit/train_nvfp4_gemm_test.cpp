@@ -99,3 +99,12 @@ TEST_CASE("nvfp4 recipe: a Wgrad over 24 tokens (no multiple of 16) is refused b
   CHECK_THROWS_WITH(wgrad(GemmCall{ledger, p, nullptr, nullptr, 4, nullptr, nullptr, nullptr}, dy, x, dw, false, 0, 24),
                     Catch::Contains("rht: the GEMM's K = 24 (tokens, for Wgrad) is not a multiple of 16"));
 }
+
+TEST_CASE("nvfp4 recipe: the step's tokens, and each slice's under slices:S, are checked before a run") {
+  const PrecisionRecipe r = nvfp4_recipe();
+  CHECK_NOTHROW(r.check_step_tokens(32));
+  CHECK_NOTHROW(r.check_step_tokens(64, 4));  // 16 tokens a slice
+  CHECK_THROWS_WITH(r.check_step_tokens(24), Catch::Contains("24 here (seq_len + 1): they must be a multiple of 16"));
+  CHECK_THROWS_WITH(r.check_step_tokens(32, 4), Catch::Contains("tokens / slices must be a multiple of 16"));
+  CHECK_THROWS_WITH(r.check_step_tokens(48, 5), Catch::Contains("tokens / slices must be a multiple of 16"));
+}

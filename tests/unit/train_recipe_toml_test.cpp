@@ -137,6 +137,16 @@ TEST_CASE("recipe TOML: bad input names the file and the field") {
   CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\nformat = 'e2m1'\na_granularity = 'tensor'\n"
                      "b_granularity = 'tensor'\nscale = 'delayed'\naccumulation = 'b200'\npromotion = 'never'\n"),
              Contains("delayed scaling takes e4m3 or e5m2, not e2m1"));
+  // What would otherwise be ignored or fail mid-run: rht outside Wgrad, stochastic rounding
+  // under delayed scaling or beside a re-quantizing Wgrad.
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\n[fprop]\nrht = true\n"),
+             Contains("fprop of L0.wq: rht applies to Wgrad's operands only"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\na_granularity = 'tensor'\nb_granularity = 'tensor'\n"
+                     "scale = 'delayed'\nb_rounding = 'stochastic'\n"),
+             Contains("delayed scaling rounds to nearest"));
+  CHECK_THAT(refusal("name = 'x'\n[gemm]\nkind = 'fp8'\n[wgrad]\nrequantize_transposed = true\n[dgrad]\n"
+                     "a_rounding = 'stochastic'\n"),
+             Contains("wgrad.requantize_transposed of L0.wq: re-quantizes with nearest rounding"));
   try {
     load_recipe_toml("no/such/recipe.toml", stories());
     FAIL("missing file accepted");
