@@ -192,8 +192,9 @@ std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan
   std::vector<float> out(static_cast<std::size_t>(a.rows * b.cols));
   const FloorProblem pr{a, b, plan, config.accumulation.fraction_bits, depth, plan.padded_k / depth, out.data(),
                         a.rows, b.cols, config.output == OutputType::bf16};
-  // Tasks of 64 rows x 16 panels: a group's B slice is reused by the task's 16 row tiles.
-  constexpr std::int64_t kRowChunk = 64, kGroupChunk = 4;
+  // Tasks of 16 rows x 4 groups: a group's B slice is reused by the task's 4 row tiles, and a
+  // small GEMM (a 64-row Wgrad) still has a task for each thread.
+  constexpr std::int64_t kRowChunk = 16, kGroupChunk = 4;
   const std::int64_t row_chunks = (a.padded_rows + kRowChunk - 1) / kRowChunk;
   const std::int64_t group_chunks = (b.groups + kGroupChunk - 1) / kGroupChunk;
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
