@@ -150,7 +150,7 @@ class TrainStudy final : public StudyKind {
         try {
           slices = train::make_policy(run_.policy, train::config_of(*w), tokens, 4, run_.attention).slices;
         } catch (const std::invalid_argument&) {
-          // a malformed policy is training.policy's own error, reported where it is checked
+          // a malformed policy fails its run with the policy's own message (run_training makes it)
         }
         recipe(p.at("recipe"), *w).check_step_tokens(tokens, slices);
       });

@@ -66,7 +66,10 @@ __global__ void encode_kernel(const float* x, Geometry g, const unsigned* amax_b
   const ElementTraits traits = element_traits_of<F>();
   const float factor = tile_scale(amax, rule, traits, tensor_scale_of(tensor_amax_bits, rule, traits)).encode;
   const ApplyScale apply = scale_rule_math(rule).apply;
-  for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) codes[row * g.cols + c] = encode_element<F>(x[row * g.cols + c], factor, apply, rounding, row * g.cols + c);
+  for (std::int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) {
+    const std::int64_t i = row * g.cols + c;
+    codes[i] = encode_element<F>(x[i], factor, apply, rounding, i);
+  }
 }
 
 template <class F>
@@ -82,6 +85,8 @@ __global__ void transpose_kernel(const float* in, std::int64_t rows, std::int64_
   if (i < rows * cols) out[(i % cols) * rows + i / cols] = in[i];
 }
 
+unsigned blocks_for(std::int64_t n) { return static_cast<unsigned>((n + 255) / 256); }
+
 // The one-pass kernels' launches; false when the shape has none (then the general path runs).
 template <class F>
 bool launch_fast_path(const float* x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
@@ -89,11 +94,10 @@ bool launch_fast_path(const float* x, std::int64_t rows, std::int64_t cols, cons
   const Granularity& g = config.granularity;
   const ScaleRule rule = config.scale_rule;
   const Rounding rounding = config.rounding;
-  const auto grid_of = [](std::int64_t threads) { return static_cast<unsigned>((threads + 255) / 256); };
   if (g.kind == Granularity::Kind::tile && g.size >= 128) {
     const std::int64_t tiles_per_row = (cols + g.size - 1) / g.size, threads = rows * tiles_per_row * 32;
     const auto launch = [&](auto kernel) {
-      kernel<<<grid_of(threads), 256, 0, stream>>>(x, rows, cols, tiles_per_row, rule, rounding, tensor_amax_bits, scales, codes);
+      kernel<<<blocks_for(threads), 256, 0, stream>>>(x, rows, cols, tiles_per_row, rule, rounding, tensor_amax_bits, scales, codes);
     };
     switch (g.size) {
       case 128: launch(tile_quantize_kernel<F, 1>); return true;
@@ -106,7 +110,7 @@ bool launch_fast_path(const float* x, std::int64_t rows, std::int64_t cols, cons
     const std::int64_t warps_per_row = (cols + 127) / 128, tiles_per_row = (cols + g.size - 1) / g.size;
     const std::int64_t threads = rows * warps_per_row * 32;
     const auto launch = [&](auto kernel) {
-      kernel<<<grid_of(threads), 256, 0, stream>>>(x, rows, cols, warps_per_row, tiles_per_row, rule, rounding,
+      kernel<<<blocks_for(threads), 256, 0, stream>>>(x, rows, cols, warps_per_row, tiles_per_row, rule, rounding,
                                                    tensor_amax_bits, scales, codes);
     };
     switch (g.size) {
@@ -135,8 +139,6 @@ bool launch_fast_path(const float* x, std::int64_t rows, std::int64_t cols, cons
 }
 
 Geometry geometry_of(const QuantizedTensor& q) { return {q.rows, q.cols, q.tile_rows, q.tile_cols, q.scale_cols}; }
-
-unsigned blocks_for(std::int64_t n) { return static_cast<unsigned>((n + 255) / 256); }
 
 }  // namespace
 
@@ -197,9 +199,7 @@ void read_tensor_scale(const DeviceArray<unsigned>& d_amax, QuantizedTensor& q) 
   unsigned bits = 0;
   FP8LAB_CUDA_CHECK(cudaMemcpy(&bits, d_amax.get() + q.scales.size(), sizeof bits, cudaMemcpyDeviceToHost));
   q.tensor_amax = float_from_bits(bits);
-  with_element_codec(q.config.format, [&](auto codec) {
-    q.tensor_scale = tensor_scale(q.tensor_amax, q.config.scale_rule, element_traits_of<decltype(codec)>());
-  });
+  q.tensor_scale = tensor_scale(q.tensor_amax, q.config.scale_rule, q.config.format.traits());
 }
 
 }  // namespace
