@@ -12,6 +12,7 @@
 
 #include "kernels/benchmark_ratios.hpp"
 #include "kernels/cpu/cpu_bench_context.hpp"
+#include "kernels/train/heap_retention.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"
 
@@ -66,6 +67,7 @@ BENCHMARK_CAPTURE(BM_Step, dim256_fp8_none, std::string("dim256"), 1024, std::st
 }  // namespace
 
 int main(int argc, char** argv) {
+  fp8lab::train::retain_freed_heap_memory();  // as the CLI does (heap_retention.hpp)
   fp8lab::bench::add_cpu_isa_context();
   return fp8lab::bench::run_with_ratios(argc, argv, "tokens_per_second",
                                         {{"BM_Step/fp8_none", "BM_Step/fp32_none", "fp8 (deepseek_v3) vs fp32 step, none"},
