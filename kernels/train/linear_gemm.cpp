@@ -30,9 +30,10 @@ constexpr std::int64_t kParallelTransposeElements = std::int64_t{1} << 16;
 // C (m x n) (+)= A (m x k, row stride lda) * B (k x n): each of the m n sums in order of k
 // (ordered_gemm.hpp), rows split between threads in whole register blocks (each thread one
 // contiguous share, run by the packed-panel path). Same order, same bits, on any number of threads.
+// With a_transposed, `a` holds A^T (k x m, row stride lda): the same sums.
 template <class Real>
-void nn_kernel(const Real* a, std::int64_t lda, const Real* b, Real* c, std::int64_t m, std::int64_t n, std::int64_t k,
-               bool accumulate) {
+void nn_kernel(const Real* a, std::int64_t lda, bool a_transposed, const Real* b, Real* c, std::int64_t m, std::int64_t n,
+               std::int64_t k, bool accumulate) {
   const std::int64_t bands = (m + kOrderedGemmRows - 1) / kOrderedGemmRows;
   // Threads only for GEMMs big enough to repay starting them.
   const bool parallel = m * n * k >= kParallelGemmWork;
@@ -41,8 +42,8 @@ void nn_kernel(const Real* a, std::int64_t lda, const Real* b, Real* c, std::int
     const std::int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
     const std::int64_t first = bands * t / threads, last = bands * (t + 1) / threads;
     std::vector<Real> panel(static_cast<std::size_t>(kOrderedGemmPanelValues<Real>));
-    ordered_gemm_rows_packed(a, lda, b, n, c, n, first * kOrderedGemmRows, std::min(m, last * kOrderedGemmRows), n, k,
-                             accumulate, panel.data());
+    const auto rows = a_transposed ? ordered_gemm_at_rows_packed<Real> : ordered_gemm_rows_packed<Real>;
+    rows(a, lda, b, n, c, n, first * kOrderedGemmRows, std::min(m, last * kOrderedGemmRows), n, k, accumulate, panel.data());
   }
 }
 
@@ -147,10 +148,11 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
   }
 }
 
-// C (m x n) (+)= A (m x k, stride lda) * Bkn (k x n) for the non-FP8 kinds.
+// C (m x n) (+)= A (m x k, stride lda; or A^T, k x m, when a_transposed) * Bkn (k x n) for the
+// non-FP8 kinds.
 template <class Real>
-void plain_nn(const GemmCall& call, const Real* a, std::int64_t lda, const Real* bkn, Real* c, std::int64_t m,
-              std::int64_t n, std::int64_t k, bool accumulate) {
+void plain_nn(const GemmCall& call, const Real* a, std::int64_t lda, bool a_transposed, const Real* bkn, Real* c,
+              std::int64_t m, std::int64_t n, std::int64_t k, bool accumulate) {
   const Kind kind = call.precision.kind;
   if (kind == Kind::bf16 || kind == Kind::fp16) {
     DeviceBuffer wa = call.ledger.allocate(static_cast<std::size_t>(m * k * call.element_bytes), MemoryCategory::gemm_workspace);
@@ -158,20 +160,22 @@ void plain_nn(const GemmCall& call, const Real* a, std::int64_t lda, const Real*
     if (!c) return;
     auto* ra = static_cast<Real*>(wa.data());
     auto* rb = static_cast<Real*>(wb.data());
-    // One loop per format, so the rounding inlines into it (a call per element cost 2% of an FP8 step).
+    // A rounded in its own layout, packed (rows of `cols` values). One loop per format, so the
+    // rounding inlines into it (a call per element cost 2% of an FP8 step).
+    const std::int64_t rows = a_transposed ? k : m, cols = a_transposed ? m : k;
     const auto round_operands = [&](auto round) {
-      for (std::int64_t r = 0; r < m; ++r)
-        for (std::int64_t j = 0; j < k; ++j) ra[r * k + j] = static_cast<Real>(round(static_cast<float>(a[r * lda + j])));
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t j = 0; j < cols; ++j) ra[r * cols + j] = static_cast<Real>(round(static_cast<float>(a[r * lda + j])));
       for (std::int64_t i = 0; i < k * n; ++i) rb[i] = static_cast<Real>(round(static_cast<float>(bkn[i])));
     };
     if (kind == Kind::bf16)
       round_operands([](float x) { return decode<BF16>(encode<BF16>(x, Saturation::nosat)); });
     else
       round_operands([](float x) { return decode<FP16>(encode<FP16>(x, Saturation::nosat)); });
-    nn_kernel(ra, k, rb, c, m, n, k, accumulate);
+    nn_kernel(ra, cols, a_transposed, rb, c, m, n, k, accumulate);
     return;
   }
-  if (c) nn_kernel(a, lda, bkn, c, m, n, k, accumulate);
+  if (c) nn_kernel(a, lda, a_transposed, bkn, c, m, n, k, accumulate);
 }
 
 // A re-quantized Wgrad operand's tally: saturation judged on what the second quantizer read,
@@ -207,13 +211,13 @@ void fprop(const GemmCall& call, const Tensor<Real>& x, const Tensor<Real>& w, T
   if (call.precision.kind == Kind::fp8) return fp8_nt(call, x.data(), k, w.data(), k, y.data(), m, n, k, false);
   Tensor<Real> wt = workspace<Real>(call, k, n);  // W^T: in x out
   if (wt.has_data()) transpose(w.data(), n, k, k, wt.data());
-  plain_nn(call, x.data(), k, wt.data(), y.data(), m, n, k, false);
+  plain_nn(call, x.data(), k, false, wt.data(), y.data(), m, n, k, false);
 }
 
 template <class Real>
 void dgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& w, Tensor<Real>& dx) {
   const std::int64_t m = dy.rows, n = w.cols, k = w.rows;
-  if (call.precision.kind != Kind::fp8) return plain_nn(call, dy.data(), k, w.data(), dx.data(), m, n, k, false);
+  if (call.precision.kind != Kind::fp8) return plain_nn(call, dy.data(), k, false, w.data(), dx.data(), m, n, k, false);
   Tensor<Real> wt = workspace<Real>(call, n, k);  // W^T (in x out) as the K-major B
   if (wt.has_data()) transpose(w.data(), k, n, n, wt.data());
   fp8_nt(call, dy.data(), k, wt.data(), k, dx.data(), m, n, k, false);
@@ -223,14 +227,15 @@ template <class Real>
 void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, Tensor<Real>& dw, bool accumulate,
            std::int64_t row_begin, std::int64_t row_end) {
   const std::int64_t m = dy.cols, n = x.cols, k = row_end - row_begin;
-  // The re-quantizing FP8 path reads dY and X in place; it needs their transposes only to tally
-  // what quantization did (the ledger counts them either way, as a device implementation that
-  // made them would).
+  // The non-FP8 kinds read dY transposed in place, and the re-quantizing FP8 path reads dY and X
+  // in place; the latter needs their transposes only to tally what quantization did. The ledger
+  // counts them either way, as a device implementation that made them would.
   const bool requantizing = call.precision.kind == Kind::fp8 && call.precision.requantize_transposed;
-  const bool transposes_read = !requantizing || call.tally != nullptr;
+  const bool transposes_read = call.precision.kind == Kind::fp8 && (!requantizing || call.tally != nullptr);
   Tensor<Real> dyt = workspace<Real>(call, m, k);  // dY^T: out x rows
   if (dyt.has_data() && transposes_read) transpose(dy.row(row_begin), k, m, m, dyt.data());
-  if (call.precision.kind != Kind::fp8) return plain_nn(call, dyt.data(), k, x.row(row_begin), dw.data(), m, n, k, accumulate);
+  if (call.precision.kind != Kind::fp8)
+    return plain_nn(call, dy.has_data() ? dy.row(row_begin) : nullptr, m, true, x.row(row_begin), dw.data(), m, n, k, accumulate);
   Tensor<Real> xt = workspace<Real>(call, n, k);  // X^T: in x rows
   if (xt.has_data() && transposes_read) transpose(x.row(row_begin), k, n, n, xt.data());
   if (!call.precision.requantize_transposed) return fp8_nt(call, dyt.data(), k, xt.data(), k, dw.data(), m, n, k, accumulate);

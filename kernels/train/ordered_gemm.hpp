@@ -122,29 +122,31 @@ inline void rows(const Real* a, std::int64_t lda, const Real* b, std::int64_t ld
 // The K extent of a packed panel: kPanelDepth x kCols floats is 16 KiB, half a typical L1.
 inline constexpr std::int64_t kPanelDepth = 256;
 
-// Rows [i0, i1) of C = A B (A row-major) for large operands: K in chunks of kPanelDepth; in each,
-// B's kCols-wide column panels copied to a contiguous buffer once and run against every band of
-// kRows rows while they sit in L1, instead of every band streaming all of B from L2 or beyond.
-// The same bits as rows(): each register block carries its sums in FP32 to C between chunks and
-// back (exact), so every output still adds its products in order of p. `panel` holds
-// kPanelDepth x kCols values.
-template <class Real>
+// Rows [i0, i1) of C = A B for large operands (A row-major, or stored transposed as in rows()):
+// K in chunks of kPanelDepth; in each, B's kCols-wide column panels copied to a contiguous buffer
+// once and run against every band of kRows rows while they sit in L1, instead of every band
+// streaming all of B from L2 or beyond. The same bits as rows(): each register block carries its
+// sums in FP32 to C between chunks and back (exact), so every output still adds its products in
+// order of p. `panel` holds kPanelDepth x kCols values.
+template <bool kTransposedA, class Real>
 inline void rows_packed(const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real* c, std::int64_t ldc,
                         std::int64_t i0, std::int64_t i1, std::int64_t n, std::int64_t k, bool accumulate, Real* panel) {
   const std::int64_t bands_end = i0 + (i1 - i0) / kRows * kRows;
   const std::int64_t wide = n / kCols<Real> * kCols<Real>;
-  if (k == 0 || bands_end == i0 || wide == 0) return rows<false>(a, lda, b, ldb, c, ldc, i0, i1, 0, n, k, accumulate);
+  if (k == 0 || bands_end == i0 || wide == 0) return rows<kTransposedA>(a, lda, b, ldb, c, ldc, i0, i1, 0, n, k, accumulate);
   for (std::int64_t p0 = 0; p0 < k; p0 += kPanelDepth) {
     const std::int64_t depth = std::min(kPanelDepth, k - p0);
     for (std::int64_t j0 = 0; j0 < wide; j0 += kCols<Real>) {
       for (std::int64_t p = 0; p < depth; ++p)
         std::memcpy(panel + p * kCols<Real>, b + (p0 + p) * ldb + j0, sizeof(Real) * kCols<Real>);
-      for (std::int64_t i = i0; i < bands_end; i += kRows)
-        block<false>(a + i * lda + p0, lda, panel, kCols<Real>, c + i * ldc + j0, ldc, depth, accumulate || p0 > 0);
+      for (std::int64_t i = i0; i < bands_end; i += kRows) {
+        const Real* ai = kTransposedA ? a + p0 * lda + i : a + i * lda + p0;  // rows i.., from column p0
+        block<kTransposedA>(ai, lda, panel, kCols<Real>, c + i * ldc + j0, ldc, depth, accumulate || p0 > 0);
+      }
     }
   }
-  rows<false>(a, lda, b, ldb, c, ldc, i0, bands_end, wide, n, k, accumulate);  // the bands' last columns
-  rows<false>(a, lda, b, ldb, c, ldc, bands_end, i1, 0, n, k, accumulate);     // rows short of a band
+  rows<kTransposedA>(a, lda, b, ldb, c, ldc, i0, bands_end, wide, n, k, accumulate);  // the bands' last columns
+  rows<kTransposedA>(a, lda, b, ldb, c, ldc, bands_end, i1, 0, n, k, accumulate);     // rows short of a band
 }
 
 }  // namespace fp8lab::train::ordered_gemm_detail
@@ -183,7 +185,16 @@ template <class Real>
 inline void ordered_gemm_rows_packed(const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real* c,
                                      std::int64_t ldc, std::int64_t i0, std::int64_t i1, std::int64_t n, std::int64_t k,
                                      bool accumulate, Real* panel) {
-  ordered_gemm_detail::rows_packed(a, lda, b, ldb, c, ldc, i0, i1, n, k, accumulate, panel);
+  ordered_gemm_detail::rows_packed<false>(a, lda, b, ldb, c, ldc, i0, i1, n, k, accumulate, panel);
+}
+
+// The same with A stored transposed (`a` holds A^T, k x m, row stride lda), as ordered_gemm_at:
+// the engine's Wgrad reads dY^T this way without making it. The same bits.
+template <class Real>
+inline void ordered_gemm_at_rows_packed(const Real* a, std::int64_t lda, const Real* b, std::int64_t ldb, Real* c,
+                                        std::int64_t ldc, std::int64_t i0, std::int64_t i1, std::int64_t n, std::int64_t k,
+                                        bool accumulate, Real* panel) {
+  ordered_gemm_detail::rows_packed<true>(a, lda, b, ldb, c, ldc, i0, i1, n, k, accumulate, panel);
 }
 
 }  // namespace fp8lab::train

@@ -4,7 +4,7 @@
 // that exercise every path (whole register blocks, the 8-wide narrow blocks, the scalar edges,
 // rows short of a block), strided operands, A stored transposed, accumulation, float and double,
 // and a row range split as threads split it; and the packed-panel path (K in chunks of 256,
-// B's panels copied), which must give the same bits.
+// B's panels copied; A row-major or stored transposed), which must give the same bits.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -92,17 +92,17 @@ void check_packed_shapes() {
   for (const std::int64_t m : {1, 3, 4, 5, 8, 13})
     for (const std::int64_t n : {1, 7, 8, 16, 17, 33, 64})
       for (const std::int64_t k : {0, 1, 31, 256, 257, 600})
-        for (const bool accumulate : {false, true}) {
-          Problem<Real> p = make_problem<Real>(m, n, k, false, seed++);
-          const std::vector<Real> want = loop_nest(p, accumulate);
-          const std::int64_t split = m > kOrderedGemmRows ? kOrderedGemmRows : m;
-          ordered_gemm_rows_packed(p.a.data(), p.lda, p.b.data(), p.ldb, p.c.data(), p.ldc, 0, split, n, k, accumulate,
-                                   panel.data());
-          ordered_gemm_rows_packed(p.a.data(), p.lda, p.b.data(), p.ldb, p.c.data(), p.ldc, split, m, n, k, accumulate,
-                                   panel.data());
-          INFO("packed: m " << m << " n " << n << " k " << k << " accumulate " << accumulate);
-          CHECK(std::memcmp(p.c.data(), want.data(), want.size() * sizeof(Real)) == 0);
-        }
+        for (const bool transposed : {false, true})
+          for (const bool accumulate : {false, true}) {
+            Problem<Real> p = make_problem<Real>(m, n, k, transposed, seed++);
+            const std::vector<Real> want = loop_nest(p, accumulate);
+            const std::int64_t split = m > kOrderedGemmRows ? kOrderedGemmRows : m;
+            const auto run = transposed ? ordered_gemm_at_rows_packed<Real> : ordered_gemm_rows_packed<Real>;
+            run(p.a.data(), p.lda, p.b.data(), p.ldb, p.c.data(), p.ldc, 0, split, n, k, accumulate, panel.data());
+            run(p.a.data(), p.lda, p.b.data(), p.ldb, p.c.data(), p.ldc, split, m, n, k, accumulate, panel.data());
+            INFO("packed: m " << m << " n " << n << " k " << k << " transposed " << transposed << " accumulate " << accumulate);
+            CHECK(std::memcmp(p.c.data(), want.data(), want.size() * sizeof(Real)) == 0);
+          }
 }
 
 TEST_CASE("ordered gemm: the bits of the plain loop nest, float") { check_shapes<float>(); }
