@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -69,6 +70,53 @@ void dot_row(const Real* a, const Real* xt, std::int64_t hs, std::int64_t n, Rea
   }
 }
 
+// Scales row[0, n) by `scale` in place and returns the largest of `top` and the scaled values,
+// with the scalar loop's result (top = std::max(top, x) for each x in turn): 32-byte lanes keep
+// their own maxima, folded into `top` at the end. Max is exact, so the order cannot change the
+// value; a NaN score never wins and a NaN top stays, as in the loop. Only the sign of a zero
+// maximum could differ, and no use of it can tell (exp(s - top) and m + log(l) are the same
+// for +0 and -0).
+template <class Real>
+Real scale_and_max(Real* row, std::int64_t n, Real scale, Real top) {
+  using V = ordered_gemm_detail::Vector32<Real>;
+  constexpr std::int64_t kLanes = ordered_gemm_detail::kLanes<Real>;
+  V lanes = V{} - std::numeric_limits<Real>::infinity();
+  std::int64_t u = 0;
+  for (; u + kLanes <= n; u += kLanes) {
+    V x;
+    std::memcpy(&x, row + u, sizeof x);
+    x *= scale;
+    std::memcpy(row + u, &x, sizeof x);
+    lanes = lanes < x ? x : lanes;
+  }
+  for (; u < n; ++u) {
+    row[u] = row[u] * scale;
+    top = std::max(top, row[u]);
+  }
+  for (std::int64_t i = 0; i < kLanes; ++i) top = std::max(top, lanes[i]);
+  return top;
+}
+
+// sums[r] = s(r, 0) + s(r, 1) + ... + s(r, n - 1), added in that order (the plain loop's), for
+// the rows of a tile (row stride B): eight rows' sums run side by side, so the additions of one
+// row no longer wait on each other's latency.
+template <class Real>
+void row_sums(const Real* s, std::int64_t rows, std::int64_t n, Real* sums) {
+  constexpr std::int64_t kSide = 8;
+  std::int64_t r0 = 0;
+  for (; r0 + kSide <= rows; r0 += kSide) {
+    Real acc[kSide] = {};
+    for (std::int64_t u = 0; u < n; ++u)
+      for (std::int64_t j = 0; j < kSide; ++j) acc[j] += s[(r0 + j) * B + u];
+    std::copy(acc, acc + kSide, sums + r0);
+  }
+  for (; r0 < rows; ++r0) {
+    Real sum = 0;
+    for (std::int64_t u = 0; u < n; ++u) sum += s[r0 * B + u];
+    sums[r0] = sum;
+  }
+}
+
 }  // namespace
 
 std::int64_t flash_forward_lane_elements(std::int64_t hs) { return hs * B + B * B + 2 * B; }
@@ -92,22 +140,18 @@ void flash_attention_forward(const Tensor<Real>& q, const Tensor<Real>& k, const
     Real* s = kt + hs * B;            // B x B: a tile's scores, then probabilities
     Real* m = s + B * B;              // B: running max of each row of the query block
     Real* l = m + B;                  // B: running sum
-    // One row's online-softmax update from its n scores in `row` (turned into probabilities);
-    // returns the factor that rescales the row's output so far.
-    const auto update_row = [&](std::int64_t r, Real* row, std::int64_t n) {
-      Real top = m[r];
-      for (std::int64_t u = 0; u < n; ++u) {
-        row[u] = row[u] * scale;
-        top = std::max(top, row[u]);
-      }
+    // Row r's online-softmax update from its n scores in `row` (turned into probabilities), in
+    // two halves so that a whole tile can sum its rows side by side (row_sums) in between:
+    // start_row returns the factor that rescales the row's output so far, finish_row takes the
+    // row's sum of probabilities.
+    const auto start_row = [&](std::int64_t r, Real* row, std::int64_t n) {
+      const Real top = scale_and_max(row, n, scale, m[r]);
       const Real alpha = exp_of(m[r] - top);  // 0 on the row's first block (m = -inf)
       exp_affine(row, n, Real(1), top);       // exp(s - top): s * 1 is s
-      Real sum = 0;
-      for (std::int64_t u = 0; u < n; ++u) sum += row[u];
-      l[r] = l[r] * alpha + sum;
       m[r] = top;
       return alpha;
     };
+    const auto finish_row = [&](std::int64_t r, Real alpha, Real sum) { l[r] = l[r] * alpha + sum; };
     for (std::int64_t q0 = 0; q0 < T; q0 += B) {
       const std::int64_t rows = std::min(B, T - q0);
       std::fill(m, m + rows, -std::numeric_limits<Real>::infinity());
@@ -118,10 +162,13 @@ void flash_attention_forward(const Tensor<Real>& q, const Tensor<Real>& k, const
         transpose_block(k, k0, cols, kc, hs, kt);
         if (k0 < q0) {  // below the diagonal: every key of the tile precedes every query, a whole tile
           ordered_gemm(q.row(q0) + qc, q.cols, kt, B, s, B, rows, cols, hs, false);  // S = Q K^T
+          Real alpha[B], sums[B];
+          for (std::int64_t r = 0; r < rows; ++r) alpha[r] = start_row(r, s + r * B, cols);
+          row_sums(s, rows, cols, sums);
           for (std::int64_t r = 0; r < rows; ++r) {
-            const Real alpha = update_row(r, s + r * B, cols);
+            finish_row(r, alpha[r], sums[r]);
             Real* out = o.row(q0 + r) + qc;
-            for (std::int64_t i = 0; i < hs; ++i) out[i] *= alpha;
+            for (std::int64_t i = 0; i < hs; ++i) out[i] *= alpha[r];
           }
           ordered_gemm(s, B, v.row(k0) + kc, v.cols, o.row(q0) + qc, o.cols, rows, hs, cols, true);  // O += P V
           continue;
@@ -130,7 +177,10 @@ void flash_attention_forward(const Tensor<Real>& q, const Tensor<Real>& k, const
           const std::int64_t t = q0 + r, n = std::min(cols, t - k0 + 1);  // causal: keys u <= t
           if (n <= 0) continue;
           dot_row(q.row(t) + qc, kt, hs, n, s);
-          const Real alpha = update_row(r, s, n);
+          const Real alpha = start_row(r, s, n);
+          Real sum;
+          row_sums(s, 1, n, &sum);
+          finish_row(r, alpha, sum);
           Real* out = o.row(t) + qc;
           for (std::int64_t i = 0; i < hs; ++i) out[i] *= alpha;
           for (std::int64_t u = 0; u < n; ++u) {  // out[i] += sum over u ascending of p(u) v(u, i)
