@@ -32,11 +32,12 @@ class FallbackBackend final : public Backend {
   }
   QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols,
                            const QuantizeConfig& config) override {
-    // nvfp4:4over6 picks each block's scale from its elements' errors: the CUDA quantizer refuses it.
+    // nvfp4:4over6: the CUDA kernel (one thread per block, the CPU's function) has not yet run on
+    // a GPU, so the CPU quantizes it until tests/gpu/quantize_gpu_test.cpp has passed there.
     return (config.scale_rule == ScaleRule::nvfp4_4over6 ? *fallback_ : *primary_).quantize(x, rows, cols, config);
   }
   QuantizedTensor requantize_transposed(const QuantizedTensor& in) override {
-    // The CUDA one refuses the two-level rules (and nvfp4:4over6 is quantized on the CPU anyway).
+    // The CUDA one refuses the two-level rules (nvfp4:4over6 among them).
     return (scale_rule_math(in.config.scale_rule).two_level ? *fallback_ : *primary_).requantize_transposed(in);
   }
   std::string gemm_unavailable_reason() const override {

@@ -17,6 +17,8 @@
 //   The block keeps map4 when e4 < e6 (a tie keeps map6); its stored scale is that candidate's s.
 // Only tile:1x16 and block:16x16 are served (TE's blocks) and only round to nearest (TE refuses
 // stochastic rounding with 4over6); ragged tiles add zeros, which add nothing to either error.
+#include <cstdint>
+
 #include "kernels/formats/element_format.hpp"
 #include "kernels/formats/float_formats.hpp"
 #include "kernels/formats/host_device.hpp"
@@ -41,6 +43,48 @@ FP8LAB_HD constexpr float sum_rows(float (&row_errors)[kBlock]) {
   for (int offset = kBlock / 2; offset > 0; offset /= 2)
     for (int i = 0; i < offset; ++i) row_errors[i] += row_errors[i + offset];
   return row_errors[0];
+}
+
+// One candidate over a block: its codes, and its error summed in TE's order (each row from left
+// to right, then a 2-D block's rows by the warp reduction; a 1-D block is its one row).
+struct CandidateCodes {
+  std::uint8_t codes[kBlock][kBlock];
+  float error;
+};
+
+FP8LAB_HD inline void encode_candidate(const float* x, std::int64_t ld, std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                                       std::int64_t c1, TileScale s, float tensor_amax, CandidateCodes& out) {
+  float row_errors[kBlock] = {};
+  for (std::int64_t r = r0; r < r1; ++r) {
+    float e = 0.0f;
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const float v = x[r * ld + c];
+      const std::uint32_t code = encode<E2M1>(v * s.encode);
+      out.codes[r - r0][c - c0] = static_cast<std::uint8_t>(code);
+      e += error_term(v, code, s.decode, tensor_amax);
+    }
+    row_errors[r - r0] = e;
+  }
+  out.error = sum_rows(row_errors);  // absent rows add +0: a 1x16 block's sum is its row's
+}
+
+// Quantizes rows [r0, r1) x cols [c0, c1) of x (row stride ld) as one 4over6 block of amax
+// `block_amax` into codes (same stride), both candidates, and keeps the one with the smaller
+// error; returns its E4M3 block scale (the stored decode scale). r1 - r0 <= 16, c1 - c0 <= 16.
+// The CPU quantizer and the CUDA one (a thread per block) both run this function.
+FP8LAB_HD inline float quantize_block(const float* x, std::uint8_t* codes, std::int64_t ld, std::int64_t r0, std::int64_t r1,
+                                      std::int64_t c0, std::int64_t c1, float block_amax, float tensor_amax,
+                                      TensorScale tensor_scale) {
+  const scale_detail::FourOverSixCandidates s =
+      scale_detail::nvfp4_4over6_candidates(block_amax, element_traits_of<E2M1>(), tensor_scale);
+  CandidateCodes map4, map6;
+  encode_candidate(x, ld, r0, r1, c0, c1, s.map4, tensor_amax, map4);
+  encode_candidate(x, ld, r0, r1, c0, c1, s.map6, tensor_amax, map6);
+  const bool pick_map4 = map4.error < map6.error;  // a tie (or a NaN) keeps map6, as TE
+  const CandidateCodes& kept = pick_map4 ? map4 : map6;
+  for (std::int64_t r = r0; r < r1; ++r)
+    for (std::int64_t c = c0; c < c1; ++c) codes[r * ld + c] = kept.codes[r - r0][c - c0];
+  return pick_map4 ? s.map4.decode : s.map6.decode;
 }
 
 }  // namespace fp8lab::four_over_six

@@ -1,5 +1,6 @@
 #pragma once
-// The CPU quantizer's nvfp4:4over6 block (the definition: kernels/nvfp4_4over6.hpp).
+// The CPU quantizer's nvfp4:4over6 block: four_over_six::quantize_block (kernels/nvfp4_4over6.hpp,
+// which holds the definition and is shared with the CUDA quantizer).
 #include <cstdint>
 
 #include "kernels/scale_rules.hpp"

@@ -3,10 +3,11 @@
 // fl32(x / encode) as the rule says, x' = fl32(q * decode)); compiled with --fmad=false so
 // x * encode is one IEEE multiply as on the CPU, and IEEE division (nvcc's default
 // -prec-div=true). Rounding: nearest, or stochastic (config.rounding), on every path.
-// Every element format (E4M3, E5M2, E2M1, E3M2, E2M3) and every rule but nvfp4:4over6 (its
-// block scale is chosen from the block's element errors: CPU backend only). The two-level
-// nvfp4 rules (nvfp4, nvfp4:torchao) first reduce the tensor's amax into the workspace's last
-// slot (tensor_amax_kernel); every tile then derives the tensor scale from it.
+// Every element format (E4M3, E5M2, E2M1, E3M2, E2M3) and every rule. The two-level nvfp4
+// rules (nvfp4, nvfp4:torchao, nvfp4:4over6) first reduce the tensor's amax into the
+// workspace's last slot (tensor_amax_kernel); every tile then derives the tensor scale from it.
+// nvfp4:4over6 chooses each block's scale from its elements' errors: after the segment amaxes,
+// one thread per block runs four_over_six::quantize_block, the function the CPU runs.
 // Layout: x rows x cols row-major. One-pass paths (quantize_fast_paths.cuh) when cols % 4 == 0
 // and x is 16-byte aligned: 1xT tiles for T in {16, 32, 64, 128, 256, 512} and BxB blocks for
 // B in {16, 32, 64, 128}, x read once. General path for everything else: one CUDA block per
@@ -21,6 +22,7 @@
 #include "kernels/cuda/quantize_fast_paths.cuh"
 #include "kernels/cuda/quantize_cuda.hpp"
 #include "kernels/formats/float_formats.hpp"
+#include "kernels/nvfp4_4over6.hpp"
 
 namespace fp8lab::cuda {
 namespace {
@@ -70,6 +72,19 @@ __global__ void encode_kernel(const float* x, Geometry g, const unsigned* amax_b
     const std::int64_t i = row * g.cols + c;
     codes[i] = encode_element<F>(x[i], factor, apply, rounding, i);
   }
+}
+
+// nvfp4:4over6: one thread per 1x16 or 16x16 block (both candidates, the smaller error kept).
+__global__ void four_over_six_kernel(const float* x, Geometry g, const unsigned* amax_bits, const unsigned* tensor_amax_bits,
+                                     float* scales, std::uint8_t* codes) {
+  const std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  const std::int64_t scale_rows = (g.rows + g.tile_rows - 1) / g.tile_rows;
+  if (t >= scale_rows * g.scale_cols) return;
+  const std::int64_t r0 = t / g.scale_cols * g.tile_rows, c0 = t % g.scale_cols * g.tile_cols;
+  const float tensor_amax = float_from_bits(*tensor_amax_bits);
+  scales[t] = four_over_six::quantize_block(x, codes, g.cols, r0, min(g.rows, r0 + g.tile_rows), c0, min(g.cols, c0 + g.tile_cols),
+                                            float_from_bits(amax_bits[t]), tensor_amax,
+                                            tensor_scale(tensor_amax, ScaleRule::nvfp4_4over6, element_traits_of<E2M1>()));
 }
 
 template <class F>
@@ -145,10 +160,6 @@ Geometry geometry_of(const QuantizedTensor& q) { return {q.rows, q.cols, q.tile_
 void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
                      std::uint8_t* d_codes, float* d_scales, unsigned* d_amax_bits, cudaStream_t stream) {
   check_rule_serves_format(config.scale_rule, config.format);
-  if (config.scale_rule == ScaleRule::nvfp4_4over6)
-    throw std::invalid_argument(
-        "cuda quantize: scale rule nvfp4:4over6 picks each block's scale from its elements' errors; it runs on the CPU "
-        "backend only");
   if (rows == 0 || cols == 0) return;
   const QuantizedTensor shape = make_quantized_tensor(0, cols, config);  // tile geometry only
   const Geometry g{rows, cols, config.granularity.tile_rows(rows), shape.tile_cols, shape.scale_cols};
@@ -162,8 +173,9 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
         d_x, n, tensor_amax_bits);
     FP8LAB_CUDA_CHECK(cudaGetLastError());
   }
+  const bool four_over_six = config.scale_rule == ScaleRule::nvfp4_4over6;
   // float4 loads of x and uchar4 stores of the codes need both aligned.
-  if (cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0 && reinterpret_cast<std::uintptr_t>(d_codes) % 4 == 0) {
+  if (!four_over_six && cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0 && reinterpret_cast<std::uintptr_t>(d_codes) % 4 == 0) {
     const bool launched = with_element_codec(config.format, [&](auto codec) {
       return launch_fast_path<decltype(codec)>(d_x, rows, cols, config, tensor_amax_bits, d_scales, d_codes, stream);
     });
@@ -177,6 +189,11 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
   const dim3 segments(static_cast<unsigned>(g.scale_cols), static_cast<unsigned>(rows));
   segment_amax_kernel<<<segments, kThreads, 0, stream>>>(d_x, g, d_amax_bits);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
+  if (four_over_six) {
+    four_over_six_kernel<<<blocks_for(tiles), 256, 0, stream>>>(d_x, g, d_amax_bits, tensor_amax_bits, d_scales, d_codes);
+    FP8LAB_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   scale_kernel<<<blocks_for(tiles), 256, 0, stream>>>(d_amax_bits, tiles, config.scale_rule, config.format.traits(),
                                                        tensor_amax_bits, d_scales);
   FP8LAB_CUDA_CHECK(cudaGetLastError());

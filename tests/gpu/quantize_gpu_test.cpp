@@ -1,6 +1,6 @@
 // CUDA quantizer against the CPU backend: codes and scales bit-identical on random and
-// adversarial tensors, every granularity, element format and scale rule the GPU runs (all but
-// nvfp4:4over6), nearest and stochastic rounding, on a shape the one-pass kernels take
+// adversarial tensors, every granularity, element format and scale rule (nvfp4:4over6 on the
+// tiles and rounding it takes), nearest and stochastic rounding, on a shape the one-pass kernels take
 // (cols % 4 == 0) and one that only the general path takes; the transposed re-quantization
 // too. (Label gpu: skipped without a device.)
 #include <catch2/catch.hpp>
@@ -72,10 +72,14 @@ TEST_CASE("gpu: cuda quantize is bit-identical to the CPU backend") {
     }
 }
 
-TEST_CASE("gpu: cuda quantize refuses nvfp4:4over6, naming the CPU backend") {
-  const std::vector<float> x(64, 1.0f);
-  CHECK_THROWS_WITH(cuda::quantize(x, 2, 32, {ElementFormat::Kind::e2m1, Granularity::tile(16), ScaleRule::nvfp4_4over6}),
-                    Catch::Contains("runs on the CPU backend only"));
+TEST_CASE("gpu: cuda nvfp4:4over6 is bit-identical to the CPU backend (1x16 tiles, 16x16 blocks, nearest)") {
+  // Both shapes take the general path (4over6 has no one-pass kernel); 37x301 has ragged
+  // blocks in both directions.
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{70, 300}, {37, 301}})
+    for (const test::NamedTensor& t : test::adversarial_tensors(rows, cols, 6.0f, test::midpoints(test::kE2M1Table)))
+      for (const char* g : {"tile:1x16", "block:16x16"})
+        check_same_as_cpu(t.values, rows, cols, {ElementFormat::Kind::e2m1, Granularity::parse(g), ScaleRule::nvfp4_4over6},
+                          std::string("e2m1 ") + g + " nvfp4:4over6 nearest on " + t.name);
 }
 
 TEST_CASE("gpu: cuda requantize_transposed is bit-identical to the CPU backend") {
