@@ -199,6 +199,9 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
   const bool loss_scaling = needs_loss_scaling(recipe);
 
   TrainingRunResult result;
+  // Code, libraries, token streams and the caller's initial weights: what the process held before
+  // this run asked for anything (a resumed run measures its own process).
+  result.resident_before_run_bytes = read_resident_set().current_bytes;
   result.final_weights = initial;
   LlamaWeights& weights = result.final_weights;
   HostAllocator host;

@@ -79,6 +79,7 @@ struct TrainingRunResult {
   std::size_t optimizer_state_bytes = 0;      // the two moments, in their format
   std::size_t gradient_accumulator_bytes = 0; // the FP32 mean gradient (the double sums counted too)
   std::size_t peak_bytes = 0;                 // max step peak + the three above
+  std::size_t resident_before_run_bytes = 0;  // the process's resident set as the run began (0: not reported)
   std::int64_t resumed_at_step = 0;           // the first step this call computed (0: a fresh run)
   bool stopped = false;                       // stop_requested ended it early, a checkpoint written
 };

@@ -42,7 +42,7 @@ FP8LAB_CPU_ISA=scalar "$main" "${train[@]}" -o "$work/train-scalar.h5" >/dev/nul
 import sys, h5py, numpy as np
 # Timings and the process's resident set depend on the machine, not on the arithmetic.
 timings = {"seconds", "elapsed_seconds", "step_seconds", "tokens_per_second", "median_tokens_per_second",
-           "resident_peak_bytes", "resident_over_ledger"}
+           "resident_peak_bytes", "resident_over_ledger", "resident_before_run_bytes", "resident_growth_over_ledger"}
 compared = 0
 for files in ([h5py.File(p, "r") for p in sys.argv[1:4]], [h5py.File(p, "r") for p in sys.argv[4:7]]):
     names = ["x86-64-v3", "x86-64-v2", "FP8LAB_CPU_ISA=scalar"]
