@@ -7,24 +7,46 @@
 #include "kernels/train/forward_ops.hpp"
 
 namespace fp8lab::train {
+namespace {
+
+// The gain gradient's columns go to threads in runs of this many (two cache lines of floats).
+constexpr std::int64_t kGainColumns = 32;
+
+}  // namespace
 
 template <class Real>
 void rmsnorm_backward(const Tensor<Real>& x, const Tensor<Real>& g, const Tensor<Real>& dy, Tensor<Real>& dx,
                       Tensor<Real>& dg) {
   const std::int64_t d = x.cols;
   const Real* gain = g.data();
-  for (std::int64_t t = 0; t < x.rows; ++t) {
-    const Real* xr = x.row(t);
-    const Real* dyr = dy.row(t);
-    Real ss = 0, dot = 0;
-    for (std::int64_t i = 0; i < d; ++i) ss += xr[i] * xr[i];
-    const Real r = Real(1) / std::sqrt(ss / static_cast<Real>(d) + static_cast<Real>(kRmsEps));
-    for (std::int64_t i = 0; i < d; ++i) {
-      dg.data()[i] += dyr[i] * xr[i] * r;
-      dot += dyr[i] * gain[i] * xr[i];
+  // Rows on the thread team (each row's r and dx), then the gain's gradient by columns, each
+  // column's sum over rows in order of t: the plain loop's sums, on any number of threads.
+  std::vector<Real> rs(static_cast<std::size_t>(x.rows));
+  const bool parallel = x.size() >= kParallelElementwise;
+#pragma omp parallel if (parallel)
+  {
+#pragma omp for schedule(static)
+    for (std::int64_t t = 0; t < x.rows; ++t) {
+      const Real* xr = x.row(t);
+      const Real* dyr = dy.row(t);
+      Real ss = 0, dot = 0;
+      for (std::int64_t i = 0; i < d; ++i) ss += xr[i] * xr[i];
+      const Real r = Real(1) / std::sqrt(ss / static_cast<Real>(d) + static_cast<Real>(kRmsEps));
+      for (std::int64_t i = 0; i < d; ++i) dot += dyr[i] * gain[i] * xr[i];
+      const Real c = r * r * r / static_cast<Real>(d) * dot;
+      for (std::int64_t i = 0; i < d; ++i) dx(t, i) = dyr[i] * gain[i] * r - xr[i] * c;
+      rs[static_cast<std::size_t>(t)] = r;
     }
-    const Real c = r * r * r / static_cast<Real>(d) * dot;
-    for (std::int64_t i = 0; i < d; ++i) dx(t, i) = dyr[i] * gain[i] * r - xr[i] * c;
+#pragma omp for schedule(static)
+    for (std::int64_t i0 = 0; i0 < d; i0 += kGainColumns) {
+      const std::int64_t i1 = std::min(d, i0 + kGainColumns);
+      for (std::int64_t t = 0; t < x.rows; ++t) {
+        const Real* xr = x.row(t);
+        const Real* dyr = dy.row(t);
+        const Real r = rs[static_cast<std::size_t>(t)];
+        for (std::int64_t i = i0; i < i1; ++i) dg.data()[i] += dyr[i] * xr[i] * r;
+      }
+    }
   }
 }
 
@@ -87,6 +109,7 @@ void attention_backward(const Tensor<Real>& p, const Tensor<Real>& q, const Tens
 template <class Real>
 void swiglu_backward(const Tensor<Real>& h1, const Tensor<Real>& h3, const Tensor<Real>& dg, Tensor<Real>& dh1,
                      Tensor<Real>& dh3) {
+#pragma omp parallel for schedule(static) if (dg.size() >= kParallelElementwise)
   for (std::int64_t i = 0; i < dg.size(); ++i) {
     const Real z = h1.data()[i], s = Real(1) / (Real(1) + std::exp(-z));
     dh1.data()[i] = dg.data()[i] * h3.data()[i] * (s * (Real(1) + z * (Real(1) - s)));

@@ -10,6 +10,7 @@ namespace fp8lab::train {
 template <class Real>
 void rmsnorm_forward(const Tensor<Real>& x, const Tensor<Real>& g, Tensor<Real>& y) {
   const std::int64_t d = x.cols;
+#pragma omp parallel for schedule(static) if (x.size() >= kParallelElementwise)
   for (std::int64_t t = 0; t < x.rows; ++t) {
     const Real* xr = x.row(t);
     Real ss = 0;
@@ -33,7 +34,8 @@ struct RopeTable {
 
 template <class Real>
 const RopeTable<Real>& rope_table(std::int64_t rows, int head_size, double sign, std::int64_t first_position) {
-  thread_local RopeTable<Real> table;
+  thread_local RopeTable<Real> tables[2];  // forward's rotation and backward's inverse, used in turn
+  RopeTable<Real>& table = tables[sign > 0 ? 0 : 1];
   if (table.rows == rows && table.head_size == head_size && table.sign == sign && table.first_position == first_position)
     return table;
   const int pairs = head_size / 2;
@@ -55,6 +57,7 @@ template <class Real>
 void rope_inplace(Tensor<Real>& x, int head_size, double sign, std::int64_t first_position) {
   const RopeTable<Real>& table = rope_table<Real>(x.rows, head_size, sign, first_position);
   const std::int64_t pairs = head_size / 2;
+#pragma omp parallel for schedule(static) if (x.size() >= kParallelElementwise)
   for (std::int64_t t = 0; t < x.rows; ++t) {
     const Real* cos = table.cos.data() + t * pairs;
     const Real* sin = table.sin.data() + t * pairs;
@@ -136,6 +139,7 @@ void attention_output(const Tensor<Real>& p, const Tensor<Real>& v, int heads, i
 
 template <class Real>
 void swiglu_forward(const Tensor<Real>& h1, const Tensor<Real>& h3, Tensor<Real>& g) {
+#pragma omp parallel for schedule(static) if (g.size() >= kParallelElementwise)
   for (std::int64_t i = 0; i < g.size(); ++i) {
     const Real z = h1.data()[i];
     g.data()[i] = z / (Real(1) + std::exp(-z)) * h3.data()[i];
@@ -144,6 +148,7 @@ void swiglu_forward(const Tensor<Real>& h1, const Tensor<Real>& h3, Tensor<Real>
 
 template <class Real>
 void add_inplace(Tensor<Real>& y, const Tensor<Real>& x) {
+#pragma omp parallel for schedule(static) if (y.size() >= kParallelElementwise)
   for (std::int64_t i = 0; i < y.size(); ++i) y.data()[i] += x.data()[i];
 }
 
@@ -151,13 +156,12 @@ template <class Real>
 double cross_entropy_inplace(Tensor<Real>& logits, const int* tokens) {
   const std::int64_t T = logits.rows, V = logits.cols;
   const Real n = static_cast<Real>(T - 1);
-  double loss = 0;
-  for (std::int64_t t = 0; t < T; ++t) {
+  // Rows on the thread team, each row's loss term kept; the terms are then added in order of t.
+  std::vector<double> terms(static_cast<std::size_t>(std::max<std::int64_t>(T - 1, 0)));
+  if (T > 0) std::fill(logits.row(T - 1), logits.row(T - 1) + V, Real(0));  // the last position predicts nothing
+#pragma omp parallel for schedule(static) if (logits.size() >= kParallelElementwise)
+  for (std::int64_t t = 0; t < T - 1; ++t) {
     Real* row = logits.row(t);
-    if (t + 1 == T) {
-      std::fill(row, row + V, Real(0));  // the last position predicts nothing
-      break;
-    }
     Real top = row[0];
     for (std::int64_t j = 1; j < V; ++j) top = std::max(top, row[j]);
     const int next = tokens[t + 1];
@@ -167,10 +171,12 @@ double cross_entropy_inplace(Tensor<Real>& logits, const int* tokens) {
       row[j] = std::exp(row[j] - top);
       z += row[j];
     }
-    loss += -static_cast<double>(target - top - std::log(z));
+    terms[static_cast<std::size_t>(t)] = -static_cast<double>(target - top - std::log(z));
     for (std::int64_t j = 0; j < V; ++j) row[j] = row[j] / z / n;
     row[next] -= Real(1) / n;
   }
+  double loss = 0;
+  for (const double term : terms) loss += term;
   return loss / static_cast<double>(T - 1);
 }
 

@@ -12,6 +12,13 @@ namespace fp8lab::train {
 
 inline constexpr double kRmsEps = 1e-5, kRopeTheta = 10000.0;
 
+// The elementwise and row-wise ops (here and in backward_ops.hpp) split their elements or rows
+// between the thread team from this many elements: below it, waking the team costs more than
+// the work (stories260K's 256 x 64 activations stay on one thread). Each element is computed by
+// one thread as the plain loop computes it, and sums across rows keep their order, so the bits
+// are the same on any number of threads.
+inline constexpr std::int64_t kParallelElementwise = std::int64_t{1} << 15;
+
 // y = x * g / sqrt(mean(x^2) + eps), row by row (g: 1 x cols).
 template <class Real>
 void rmsnorm_forward(const Tensor<Real>& x, const Tensor<Real>& g, Tensor<Real>& y);
