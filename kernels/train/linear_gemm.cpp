@@ -103,6 +103,17 @@ class SmallGemmThreads {
   bool small_;
 };
 
+// c = out, or c += out (a Wgrad slice accumulating), elementwise on the thread team when large.
+void add_or_copy(const std::vector<float>& out, float* c, bool accumulate) {
+  const auto n = static_cast<std::int64_t>(out.size());
+  if (!accumulate) {
+    std::memcpy(c, out.data(), sizeof(float) * out.size());
+    return;
+  }
+#pragma omp parallel for schedule(static) if (n >= kParallelTransposeElements)
+  for (std::int64_t i = 0; i < n; ++i) c[i] += out[static_cast<std::size_t>(i)];
+}
+
 // A rows x k operand of row stride ld as one contiguous span: in place when its rows are
 // already packed (the usual case), else copied into `copy`.
 std::span<const float> packed_rows(const float* x, std::int64_t rows, std::int64_t k, std::int64_t ld, std::vector<float>& copy) {
@@ -141,8 +152,7 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
       tally_operand(qa, ac, call.tally->a, {}, p.delayed_scaling ? call.delayed_a->scaler.scale() : 0.0f);
       tally_operand(qb, bc, call.tally->b, {}, p.delayed_scaling ? call.delayed_b->scaler.scale() : 0.0f);
     }
-    const std::vector<float> out = cpu::gemm_nt(qa, qb, p.gemm);
-    for (std::size_t i = 0; i < out.size(); ++i) c[i] = accumulate ? c[i] + out[i] : out[i];
+    add_or_copy(cpu::gemm_nt(qa, qb, p.gemm), c, accumulate);
   } else {
     throw std::logic_error("fp8 GEMMs run in an FP32 step only");
   }
@@ -260,8 +270,7 @@ void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, 
       tally_requantized(qa, first_a, std::span<const float>(dyt.data(), static_cast<std::size_t>(m * k)), call.tally->a);
       tally_requantized(qb, first_b, std::span<const float>(xt.data(), static_cast<std::size_t>(n * k)), call.tally->b);
     }
-    const std::vector<float> out = cpu::gemm_nt(qa, qb, call.precision.gemm);
-    for (std::size_t i = 0; i < out.size(); ++i) dw.data()[i] = accumulate ? dw.data()[i] + out[i] : out[i];
+    add_or_copy(cpu::gemm_nt(qa, qb, call.precision.gemm), dw.data(), accumulate);
   } else {
     throw std::logic_error("fp8 GEMMs run in an FP32 step only");
   }
