@@ -17,7 +17,6 @@
 #include "harness/interrupt.hpp"
 #include "harness/results/h5_handles.hpp"
 #include "harness/study/study_spec.hpp"
-#include "kernels/train/heap_retention.hpp"
 
 namespace fp8lab::cli {
 
@@ -67,7 +66,6 @@ int main(int argc, char** argv) {
   }
   fp8lab::record_command_line(argc, argv);
   fp8lab::install_interrupt_handlers();
-  fp8lab::train::retain_freed_heap_memory();  // training steps reuse their freed buffers
   try {
     for (const Command& command : commands)
       if (command.subcommand->parsed()) return command.run();

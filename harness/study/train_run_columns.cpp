@@ -41,7 +41,8 @@ std::vector<ColumnDef> train_run_columns(std::int64_t steps, int model_layers) {
            "the OS does not report it)"},
           {"resident_growth_over_ledger", T::f64, "1",
            "max over the steps of resident_peak_bytes, less resident_before_run_bytes, over peak_bytes: the memory the run "
-           "added to the process against the ledger (NaN where the OS does not report it)"},
+           "added to the process against the ledger (a resumed run: its own process's steps only; NaN where the OS does "
+           "not report it)"},
           {"median_tokens_per_second", T::f64, "1/s", "median over the steps"},
           {"train_tokens", T::str, "", "the training token stream and its sha256"}};
   for (ColumnDef& c : operand_stats_columns(step, model_layers)) columns.push_back(std::move(c));
@@ -82,11 +83,16 @@ Row train_run_row(const train::TrainingRunResult& run, int model_layers, const s
   row["resident_over_ledger"] = resident_peak == 0 || run.peak_bytes == 0
                                     ? std::numeric_limits<double>::quiet_NaN()
                                     : static_cast<double>(resident_peak) / static_cast<double>(run.peak_bytes);
+  // The growth compares this process's steps with this process's baseline: a resumed run's
+  // earlier steps were measured by another process.
+  std::size_t own_peak = 0;
+  for (std::size_t i = static_cast<std::size_t>(run.resumed_at_step); i < run.steps.size(); ++i)
+    own_peak = std::max(own_peak, run.steps[i].resident_peak_bytes);
   row["resident_before_run_bytes"] = static_cast<std::int64_t>(run.resident_before_run_bytes);
   row["resident_growth_over_ledger"] =
-      resident_peak == 0 || run.peak_bytes == 0 || run.resident_before_run_bytes == 0
+      own_peak == 0 || run.peak_bytes == 0 || run.resident_before_run_bytes == 0
           ? std::numeric_limits<double>::quiet_NaN()
-          : (static_cast<double>(resident_peak) - static_cast<double>(run.resident_before_run_bytes)) / static_cast<double>(run.peak_bytes);
+          : (static_cast<double>(own_peak) - static_cast<double>(run.resident_before_run_bytes)) / static_cast<double>(run.peak_bytes);
   row["median_tokens_per_second"] = rates[rates.size() / 2];
   row["train_tokens"] = train_tokens;
   return row;

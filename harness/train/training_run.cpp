@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "harness/train/resident_set.hpp"
+#include "kernels/train/heap_retention.hpp"
 #include "kernels/cpu/check_finite_and_unscale.hpp"
 #include "kernels/loss_scaling/found_inf_flag.hpp"
 #include "kernels/loss_scaling/loss_scaler.hpp"
@@ -198,10 +199,14 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
   }
   const bool loss_scaling = needs_loss_scaling(recipe);
 
+  // Freed blocks stay in the heap for the next step (heap_retention.hpp); a sweep's earlier runs
+  // left theirs, so they are handed back first: then the resident set is code, libraries, token
+  // streams and the caller's initial weights, what the process held before this run asked for
+  // anything.
+  release_free_heap_memory();
   TrainingRunResult result;
-  // Code, libraries, token streams and the caller's initial weights: what the process held before
-  // this run asked for anything (a resumed run measures its own process).
   result.resident_before_run_bytes = read_resident_set().current_bytes;
+  retain_freed_heap_memory();
   result.final_weights = initial;
   LlamaWeights& weights = result.final_weights;
   HostAllocator host;

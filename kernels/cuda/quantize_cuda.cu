@@ -163,6 +163,9 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
   if (rows == 0 || cols == 0) return;
   const QuantizedTensor shape = make_quantized_tensor(0, cols, config);  // tile geometry only
   const Geometry g{rows, cols, config.granularity.tile_rows(rows), shape.tile_cols, shape.scale_cols};
+  // make_quantized_tensor checked the tiles of a 0-row tensor; the rows' tiles are these
+  // (nvfp4:4over6's kernel holds at most 16 x 16 elements a block).
+  check_rule_serves_tiles(config.scale_rule, g.tile_rows, g.tile_cols, config.rounding.mode == RoundingMode::stochastic);
   const std::int64_t tiles = ((rows + g.tile_rows - 1) / g.tile_rows) * g.scale_cols;
   unsigned* tensor_amax_bits = nullptr;
   if (scale_rule_math(config.scale_rule).two_level) {  // the workspace's last slot

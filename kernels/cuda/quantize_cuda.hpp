@@ -17,8 +17,7 @@ QuantizedTensor requantize_transposed(const QuantizedTensor& in);  // as cpu::re
 // d_x: rows x cols FP32; d_codes rows x cols; d_scales one per tile (make_quantized_tensor's
 // geometry); d_amax_bits workspace of amax_workspace_slots(shape) entries: one per tile, and
 // for the two-level nvfp4 rules one more, last, which holds the tensor's amax (abs bits) on return.
-// Throws std::invalid_argument for nvfp4:4over6 (CPU backend only) and for a rule that cannot
-// serve the format.
+// Throws std::invalid_argument for a rule that cannot serve the format or the tiles.
 void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
                      std::uint8_t* d_codes, float* d_scales, unsigned* d_amax_bits, cudaStream_t stream);
 std::size_t amax_workspace_slots(const QuantizedTensor& shape);

@@ -9,7 +9,8 @@
 namespace fp8lab::train {
 namespace {
 
-// The gain gradient's columns go to threads in runs of this many (two cache lines of floats).
+// The gain gradient's columns go to threads in runs of this many (two cache lines of floats, four
+// of doubles), so that no two threads write one line.
 constexpr std::int64_t kGainColumns = 32;
 
 }  // namespace

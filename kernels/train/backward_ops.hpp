@@ -7,7 +7,8 @@
 namespace fp8lab::train {
 
 // RMSNorm: dx = r g.dy - r^3 / D x sum(dy g x) with r = (mean x^2 + eps)^-1/2; dg += dy x r.
-// dx is written (not accumulated).
+// dx is written (not accumulated), and must not alias x or dy: dg is summed after every row of
+// dx is written.
 template <class Real>
 void rmsnorm_backward(const Tensor<Real>& x, const Tensor<Real>& g, const Tensor<Real>& dy, Tensor<Real>& dx,
                       Tensor<Real>& dg);

@@ -17,4 +17,10 @@ void retain_freed_heap_memory() {
 #endif
 }
 
+void release_free_heap_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace fp8lab::train

@@ -7,9 +7,14 @@
 // perf). After this call the freed blocks stay in the heap and are reused. Bits are unaffected;
 // the resident set between steps stays at about the last step's peak, which the per-step peak
 // (harness/train/resident_set.hpp) already reports. A no-op on C libraries other than glibc.
-// Call once, early, from a program's main (the CLI, the step benchmark).
+// Called by a training run as it starts (harness/train/training_run.cpp) and by the step
+// benchmark's main; the setting then holds for the rest of the process.
 namespace fp8lab::train {
 
 void retain_freed_heap_memory();
+
+// Hands the heap's free memory back to the operating system now (glibc's malloc_trim), so that
+// the resident set read next is what is in use: a run's baseline in a sweep of runs.
+void release_free_heap_memory();
 
 }  // namespace fp8lab::train

@@ -24,7 +24,7 @@ using Kind = GemmPrecision::Kind;
 
 // Below this many multiply-adds a GEMM runs on one thread.
 constexpr std::int64_t kParallelGemmWork = std::int64_t{1} << 18;
-// ... and a transpose below this many elements (a quarter of a megabyte of floats).
+// ... and a transpose or a result copy below this many elements (a quarter of a megabyte of floats).
 constexpr std::int64_t kParallelTransposeElements = std::int64_t{1} << 16;
 
 // C (m x n) (+)= A (m x k, row stride lda) * B (k x n): each of the m n sums in order of k
