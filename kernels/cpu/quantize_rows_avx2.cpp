@@ -134,8 +134,14 @@ FP8LAB_TARGET_AVX2 void rows_kernel(const float* x, QuantizedTensor& q, std::int
         _mm256_store_si256(reinterpret_cast<__m256i*>(amax + j), a);
         scales_of(a, scales + tc + j, encode + j);
       }
-      for (std::int64_t j = 0; j < n_tiles; ++j)
+      // While this chunk is encoded (from L1), the next one is fetched: the amax step would
+      // otherwise wait on memory with nothing to overlap (a line per 16 values; a prefetch
+      // past the tensor's end is dropped, never a fault).
+      const float* next = in + n_tiles * t;
+      for (std::int64_t j = 0; j < n_tiles; ++j) {
+        for (std::int64_t k = 0; k < t; k += 16) _mm_prefetch(reinterpret_cast<const char*>(next + j * t + k), _MM_HINT_T0);
         encode_tile<F, kApply>(in + j * t, out + (tc + j) * t, t, amax[j], encode[j]);
+      }
       if (n_tiles < chunk_tiles) {
         tc += n_tiles;
         break;
