@@ -80,7 +80,6 @@ FP8LAB_AVX2_INLINE __m256i encode8(__m256 v) {
   constexpr int drop = 23 - F::mantissa_bits;
   const __m256i bits = _mm256_castps_si256(v);
   const __m256i abs = _mm256_and_si256(bits, splat(0x7FFFFFFFu));
-  const __m256i sign = _mm256_slli_epi32(_mm256_srli_epi32(bits, 31), L::total_bits - 1);
 
   // Normal range: (abs + half ULP - 1 + kept LSB) >> drop, less the rebias. The rebias is
   // subtracted before the shift (it is a multiple of 2^drop, so the result is the same
@@ -95,11 +94,18 @@ FP8LAB_AVX2_INLINE __m256i encode8(__m256 v) {
   constexpr float magic = exact_pow2(L::min_exponent - F::mantissa_bits + 23);
   const __m256i subnormal = _mm256_sub_epi32(
       _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(abs), _mm256_set1_ps(magic))), splat(float_bits(magic)));
-  const __m256i below_normal = _mm256_cmpgt_epi32(splat(float_bits(exact_pow2(L::min_exponent))), abs);
-  const __m256i magnitude = _mm256_blendv_epi8(normal, subnormal, below_normal);
+  // abs < the smallest normal's pattern, as an ordered FP32 compare (a NaN abs is not below;
+  // GCC would lower the integer form to min + compare).
+  const __m256 below_normal =
+      _mm256_cmp_ps(_mm256_castsi256_ps(abs), _mm256_set1_ps(exact_pow2(L::min_exponent)), _CMP_LT_OQ);
+  const __m256i magnitude = _mm256_castps_si256(
+      _mm256_blendv_ps(_mm256_castsi256_ps(normal), _mm256_castsi256_ps(subnormal), below_normal));
 
-  // Overflow saturates: encode_rn's signed compare with the largest code, as a signed min.
-  const __m256i code = _mm256_or_si256(sign, _mm256_min_epi32(magnitude, splat(F::max_finite_code)));
+  // Overflow saturates: encode_rn's signed compare with the largest code, as a signed min; the
+  // sign bit goes on where v's is set (blendv reads v's sign bit as the mask).
+  const __m256 saturated = _mm256_castsi256_ps(_mm256_min_epi32(magnitude, splat(F::max_finite_code)));
+  const __m256i code = _mm256_castps_si256(_mm256_blendv_ps(
+      saturated, _mm256_or_ps(saturated, _mm256_castsi256_ps(splat(L::sign_bit))), v));
   if constexpr (!kMayBeNan) return code;
   const __m256i is_nan = _mm256_cmpgt_epi32(abs, splat(0x7F800000u));
   return _mm256_blendv_epi8(code, splat(L::nan_input_code), is_nan);

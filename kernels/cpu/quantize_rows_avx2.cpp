@@ -111,7 +111,8 @@ FP8LAB_AVX2_INLINE void single_tile(const float* in, std::uint8_t* out, std::int
 }
 
 // kT: the tile width when known at compile time (16, 32), else 0 and q.tile_cols (a multiple of 8).
-template <class F, ApplyScale kApply, std::int64_t kT, class Scales>
+// kAmaxStored: the tiles' amaxes are in q.scales already (tile_amaxes_avx2, two-level rules).
+template <class F, ApplyScale kApply, std::int64_t kT, bool kAmaxStored, class Scales>
 FP8LAB_TARGET_AVX2 void rows_kernel(const float* x, QuantizedTensor& q, std::int64_t r_begin, std::int64_t r_end,
                                     const Scales& scales_of, const ScalesPerTile& per_tile) {
   const std::int64_t t = kT != 0 ? kT : q.tile_cols;
@@ -130,7 +131,8 @@ FP8LAB_TARGET_AVX2 void rows_kernel(const float* x, QuantizedTensor& q, std::int
       const std::int64_t n_tiles = (full_tiles - tc) / 8 * 8 < chunk_tiles ? (full_tiles - tc) / 8 * 8 : chunk_tiles;
       const float* in = row + tc * t;
       for (std::int64_t j = 0; j < n_tiles; j += 8) {
-        const __m256i a = amax8_tiles<kT>(in + j * t, t);
+        const __m256i a = kAmaxStored ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + tc + j))
+                                      : amax8_tiles<kT>(in + j * t, t);
         _mm256_store_si256(reinterpret_cast<__m256i*>(amax + j), a);
         scales_of(a, scales + tc + j, encode + j);
       }
@@ -154,13 +156,13 @@ FP8LAB_TARGET_AVX2 void rows_kernel(const float* x, QuantizedTensor& q, std::int
   }
 }
 
-template <class F, ApplyScale kApply, class Scales>
+template <class F, ApplyScale kApply, bool kAmaxStored, class Scales>
 void rows_for_width(const float* x, QuantizedTensor& q, std::int64_t r_begin, std::int64_t r_end,
                     const Scales& scales_of, const ScalesPerTile& per_tile) {
   switch (q.tile_cols) {
-    case 16: return rows_kernel<F, kApply, 16>(x, q, r_begin, r_end, scales_of, per_tile);
-    case 32: return rows_kernel<F, kApply, 32>(x, q, r_begin, r_end, scales_of, per_tile);
-    default: return rows_kernel<F, kApply, 0>(x, q, r_begin, r_end, scales_of, per_tile);
+    case 16: return rows_kernel<F, kApply, 16, kAmaxStored>(x, q, r_begin, r_end, scales_of, per_tile);
+    case 32: return rows_kernel<F, kApply, 32, kAmaxStored>(x, q, r_begin, r_end, scales_of, per_tile);
+    default: return rows_kernel<F, kApply, 0, kAmaxStored>(x, q, r_begin, r_end, scales_of, per_tile);
   }
 }
 
@@ -177,7 +179,10 @@ void quantize_rows_avx2(const float* x, QuantizedTensor& q, std::int64_t r_begin
     const ScalesPerTile per_tile{q.config.scale_rule, element_traits_of<F>(), q.tensor_scale};
     const auto run = [&](auto apply_tag, const auto& scales_of) {
       constexpr ApplyScale kApply = decltype(apply_tag)::value;
-      rows_for_width<F, kApply>(x, q, r_begin, r_end, scales_of, per_tile);
+      if (scale_rule_math(q.config.scale_rule).two_level)
+        rows_for_width<F, kApply, true>(x, q, r_begin, r_end, scales_of, per_tile);
+      else
+        rows_for_width<F, kApply, false>(x, q, r_begin, r_end, scales_of, per_tile);
     };
     using Multiply = std::integral_constant<ApplyScale, ApplyScale::multiply>;
     using Divide = std::integral_constant<ApplyScale, ApplyScale::divide>;
@@ -192,6 +197,33 @@ void quantize_rows_avx2(const float* x, QuantizedTensor& q, std::int64_t r_begin
   });
 }
 
-FP8LAB_TARGET_AVX2 float amax_avx2(const float* x, std::int64_t n) { return float_from_bits(amax_bits(x, n)); }
+FP8LAB_TARGET_AVX2 std::uint32_t tile_amaxes_avx2(const float* x, QuantizedTensor& q, std::int64_t r_begin,
+                                                  std::int64_t r_end) {
+  const std::int64_t t = q.tile_cols;
+  const std::int64_t full_tiles = t % 8 == 0 ? q.cols / t : 0;
+  __m256i running = _mm256_setzero_si256();
+  std::uint32_t rest = 0;
+  for (std::int64_t r = r_begin; r < r_end; ++r) {
+    const float* row = x + r * q.cols;
+    float* amax = q.scales.data() + r * q.scale_cols;
+    std::int64_t tc = 0;
+    for (; tc + 8 <= full_tiles; tc += 8) {
+      // Loads alone leave memory idle between misses: 8 KiB ahead, a line per 16 values.
+      for (std::int64_t k = 0; k < 8 * t; k += 16)
+        _mm_prefetch(reinterpret_cast<const char*>(row + tc * t + kChunkFloats + k), _MM_HINT_T0);
+      const __m256i a = t == 16 ? amax8_tiles<16>(row + tc * t, t) : amax8_tiles<0>(row + tc * t, t);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(amax + tc), a);
+      running = _mm256_max_epi32(running, a);
+    }
+    for (; tc < q.scale_cols; ++tc) {
+      const std::int64_t c0 = tc * t, n = c0 + t < q.cols ? t : q.cols - c0;
+      const std::uint32_t a = amax_bits(row + c0, n);
+      amax[tc] = float_from_bits(a);
+      rest = a > rest ? a : rest;
+    }
+  }
+  const std::uint32_t vector_max = hmax8(running);
+  return vector_max > rest ? vector_max : rest;
+}
 
 }  // namespace fp8lab::cpu::detail

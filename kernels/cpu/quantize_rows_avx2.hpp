@@ -16,12 +16,15 @@ namespace fp8lab::cpu::detail {
 // comes from the tile's amax alone (nvfp4:4over6 chooses from the elements' errors: not served).
 bool rows_avx2_serves(const QuantizedTensor& q);
 
-// Quantizes rows [r_begin, r_end) of x (q.rows x q.cols, row-major) into q's codes and scales;
-// q.tensor_scale must already hold the two-level rules' tensor scale. Needs an AVX2+FMA CPU.
-void quantize_rows_avx2(const float* x, QuantizedTensor& q, std::int64_t r_begin, std::int64_t r_end);
+// The two-level rules' first pass over rows [r_begin, r_end): each tile's amax into q.scales
+// (as FP32 bit patterns, which quantize_rows_avx2 reads and replaces with the scales), and the
+// largest of them as a bit pattern: the tensor amax of quantize.cpp's tile_amax over those rows
+// (a max in any order; NaN is the largest pattern, so it wins). Needs an AVX2 CPU.
+std::uint32_t tile_amaxes_avx2(const float* x, QuantizedTensor& q, std::int64_t r_begin, std::int64_t r_end);
 
-// max |x| over n values, as quantize.cpp's tile_amax (the order of a max does not matter;
-// NaN is the largest bit pattern, so it wins). Needs an AVX2 CPU.
-float amax_avx2(const float* x, std::int64_t n);
+// Quantizes rows [r_begin, r_end) of x (q.rows x q.cols, row-major) into q's codes and scales.
+// For the two-level rules q.tensor_scale must hold the tensor scale and q.scales the tile
+// amaxes of tile_amaxes_avx2. Needs an AVX2+FMA CPU.
+void quantize_rows_avx2(const float* x, QuantizedTensor& q, std::int64_t r_begin, std::int64_t r_end);
 
 }  // namespace fp8lab::cpu::detail
