@@ -2,7 +2,8 @@
 //
 // A row (q.cols FP32 values, tiles of T = q.tile_cols) is cut into chunks of whole tiles, a
 // multiple of 8 tiles and about 8 KiB, so that a chunk stays in L1 between its two visits:
-//   1. the amaxes of its tiles, 8 tiles at a time (quantize_codec_avx2.hpp's amax8_tiles);
+//   1. the amaxes of its tiles, 8 tiles at a time (quantize_codec_avx2.hpp's amax8_tiles), or,
+//      for the two-level rules, read back from q.scales where the tensor-amax pass left them;
 //   2. their scales: tile_scale() per tile, or for nvfp4 the same arithmetic on 8 lanes;
 //   3. the codes: scaled = fl32(x * encode) or fl32(x / encode) (vmulps / vdivps: IEEE RNE, the
 //      scalar operation), encode_rn on 8 lanes, packed to bytes.

@@ -1,9 +1,10 @@
 #pragma once
 // Internal to the CPU quantizer (quantize.cpp): the AVX2 path for tensors of 1xT tiles
 // (granularity tile:1xT or row), the shape of DeepSeek-V3's 1x128, MXFP8's 1x32 and NVFP4's
-// 1x16. Each tile's amax, scale and codes are made in one visit while its row segment is in
-// L1, with the element codec written with intrinsics (the generic loop, auto-vectorized,
-// spills and re-reads the tile). Same contract and same bits as quantize.cpp's general path:
+// 1x16. A row is taken in chunks of about 8 KiB: the chunk's tile amaxes, their scales, then
+// its codes while the chunk is in L1 (the next chunk prefetched meanwhile), with the element
+// codec written with intrinsics (the generic loop, auto-vectorized, spills and re-reads the
+// tile). Also taken on AVX-512 CPUs (AVX2 code runs there; the bits are the same). Same contract and same bits as quantize.cpp's general path:
 // the scale comes from the same tile_scale(), and the codec is float_formats.hpp's encode_rn
 // step by step, one exact integer or FP32 operation per element.
 #include <cstdint>
