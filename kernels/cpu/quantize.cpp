@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/quantize_nvfp4_4over6.hpp"
+#include "kernels/cpu/quantize_rows_avx2.hpp"
 
 namespace fp8lab::cpu {
 namespace {
@@ -120,15 +121,29 @@ constexpr std::int64_t kParallelQuantizeElements = std::int64_t{1} << 13;
 
 // Every tile is independent once the two-level rules' tensor scale is known (its amax is a max:
 // any order gives it), so tile rows are split between threads with the same bits.
+// 1xT tiles on an AVX2 (or wider) CPU take quantize_rows_avx2.cpp's one-visit path, the same bits;
+// FP8LAB_CPU_ISA=scalar keeps the general loops, which the tests compare it with.
 template <class F>
 void quantize_tiles_for_cpu(const float* x, QuantizedTensor& q) {
-  if (scale_rule_math(q.config.scale_rule).two_level) {
-    q.tensor_amax = tile_amax(x, q.cols, 0, q.rows, 0, q.cols);
-    q.tensor_scale = tensor_scale(q.tensor_amax, q.config.scale_rule, element_traits_of<F>());
-  }
   const CpuIsa isa = active_cpu_isa();
-#pragma omp parallel for schedule(static) if (q.rows * q.cols >= kParallelQuantizeElements)
+  const bool rows_avx2 = isa != CpuIsa::scalar && detail::rows_avx2_serves(q);
+  const bool two_level = scale_rule_math(q.config.scale_rule).two_level;
+  const bool parallel = q.rows * q.cols >= kParallelQuantizeElements;
+  if (two_level && rows_avx2) {  // the tile amaxes kept in q.scales for the second pass
+    std::uint32_t amax_bits = 0;
+#pragma omp parallel for schedule(static) reduction(max : amax_bits) if (parallel)
+    for (std::int64_t r = 0; r < q.rows; ++r) amax_bits = std::max(amax_bits, detail::tile_amaxes_avx2(x, q, r, r + 1));
+    q.tensor_amax = float_from_bits(amax_bits);
+  } else if (two_level) {
+    q.tensor_amax = tile_amax(x, q.cols, 0, q.rows, 0, q.cols);
+  }
+  if (two_level) q.tensor_scale = tensor_scale(q.tensor_amax, q.config.scale_rule, element_traits_of<F>());
+#pragma omp parallel for schedule(static) if (parallel)
   for (std::int64_t tr = 0; tr < q.scale_rows; ++tr) {
+    if (rows_avx2) {
+      detail::quantize_rows_avx2(x, q, tr, tr + 1);
+      continue;
+    }
     switch (isa) {
       case CpuIsa::avx512: quantize_tiles_avx512<F>(x, q, tr, tr + 1); break;
       case CpuIsa::avx2: quantize_tiles_avx2<F>(x, q, tr, tr + 1); break;

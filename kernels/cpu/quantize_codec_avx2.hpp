@@ -1,0 +1,139 @@
+#pragma once
+// Internal to quantize_rows_avx2.cpp: the 8-lane steps of the CPU quantizer's AVX2 path. Each
+// is the scalar definition's arithmetic lane by lane (named at each function), so it gives the
+// same bits:
+//   amax   max of |x|'s bit patterns (quantize.cpp's tile_amax): exact, in any order;
+//   encode encode_rn<F>(v, satfinite) of float_formats.hpp, step by step;
+//   decode decode<E4M3> for the codes a non-negative, non-NaN value gives (block scales);
+//   pack   int32 lanes holding bytes -> bytes, in lane order.
+// Only for functions compiled for AVX2 (FP8LAB_TARGET_AVX2): they are always inlined there.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/cpu/cpu_isa.hpp"
+#include "kernels/formats/float_formats.hpp"
+
+#define FP8LAB_AVX2_INLINE FP8LAB_TARGET_AVX2 __attribute__((always_inline)) inline
+
+namespace fp8lab::cpu::detail::avx2 {
+
+FP8LAB_AVX2_INLINE __m256i splat(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
+
+// |x|'s bit patterns: ordered as |x| for finite values and inf, NaN above both. Every lane is
+// <= 0x7FFFFFFF, so the signed integer max and compares below order them as unsigned.
+FP8LAB_AVX2_INLINE __m256i abs_bits8(const float* p) {
+  return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), splat(0x7FFFFFFFu));
+}
+
+FP8LAB_AVX2_INLINE std::uint32_t hmax8(__m256i m) {
+  __m128i v = _mm_max_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+  v = _mm_max_epi32(v, _mm_shuffle_epi32(v, 0x4E));
+  v = _mm_max_epi32(v, _mm_shuffle_epi32(v, 0xB1));
+  return static_cast<std::uint32_t>(_mm_cvtsi128_si32(v));
+}
+
+// max |x| over n values as a bit pattern; four accumulators keep the loads going.
+FP8LAB_AVX2_INLINE std::uint32_t amax_bits(const float* p, std::int64_t n) {
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm256_max_epi32(m0, abs_bits8(p + i));
+    m1 = _mm256_max_epi32(m1, abs_bits8(p + i + 8));
+    m2 = _mm256_max_epi32(m2, abs_bits8(p + i + 16));
+    m3 = _mm256_max_epi32(m3, abs_bits8(p + i + 24));
+  }
+  for (; i + 8 <= n; i += 8) m0 = _mm256_max_epi32(m0, abs_bits8(p + i));
+  std::uint32_t bits = hmax8(_mm256_max_epi32(_mm256_max_epi32(m0, m1), _mm256_max_epi32(m2, m3)));
+  for (; i < n; ++i) {
+    const std::uint32_t b = float_bits(p[i]) & 0x7FFFFFFFu;
+    bits = b > bits ? b : bits;
+  }
+  return bits;
+}
+
+// The amaxes of 8 consecutive tiles of t values each (t a multiple of 8): lane j = tile j.
+// Each tile's vectors are max-ed into one, then the 8 are reduced across lanes together
+// (unpack 32, unpack 64, swap halves), 7 shuffle-and-max steps for the 8 instead of 5 each.
+template <std::int64_t kT>
+FP8LAB_AVX2_INLINE __m256i amax8_tiles(const float* p, std::int64_t t) {
+  if constexpr (kT != 0) t = kT;
+  __m256i m[8];
+  for (int j = 0; j < 8; ++j) {
+    m[j] = abs_bits8(p + j * t);
+    for (std::int64_t i = 8; i < t; i += 8) m[j] = _mm256_max_epi32(m[j], abs_bits8(p + j * t + i));
+  }
+  __m256i pair[4];
+  for (int j = 0; j < 4; ++j)
+    pair[j] = _mm256_max_epi32(_mm256_unpacklo_epi32(m[2 * j], m[2 * j + 1]),
+                               _mm256_unpackhi_epi32(m[2 * j], m[2 * j + 1]));
+  const __m256i q0 = _mm256_max_epi32(_mm256_unpacklo_epi64(pair[0], pair[1]), _mm256_unpackhi_epi64(pair[0], pair[1]));
+  const __m256i q1 = _mm256_max_epi32(_mm256_unpacklo_epi64(pair[2], pair[3]), _mm256_unpackhi_epi64(pair[2], pair[3]));
+  return _mm256_max_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+// encode_rn<F>(v, satfinite) on 8 lanes, codes as int32 lanes (0..255). kMayBeNan = false
+// drops the NaN select, for callers that know no lane is NaN (the result is then the same).
+template <class F, bool kMayBeNan = true>
+FP8LAB_AVX2_INLINE __m256i encode8(__m256 v) {
+  using L = FormatLayout<F>;
+  constexpr int drop = 23 - F::mantissa_bits;
+  const __m256i bits = _mm256_castps_si256(v);
+  const __m256i abs = _mm256_and_si256(bits, splat(0x7FFFFFFFu));
+
+  // Normal range: (abs + half ULP - 1 + kept LSB) >> drop, less the rebias. The rebias is
+  // subtracted before the shift (it is a multiple of 2^drop, so the result is the same
+  // wherever this lane is used: a lane below the subtracted power of two, whose sum wraps, is
+  // below the smallest normal and takes the subnormal code; abs + 2^drop never wraps).
+  constexpr std::uint32_t rebias = static_cast<std::uint32_t>(127 - F::bias) << 23;
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(abs, drop), splat(1u));
+  const __m256i normal =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(abs, splat((1u << (drop - 1)) - 1u - rebias)), lsb), drop);
+
+  // Subnormal range: FP32's RNE addition of the magic constant does the rounding.
+  constexpr float magic = exact_pow2(L::min_exponent - F::mantissa_bits + 23);
+  const __m256i subnormal = _mm256_sub_epi32(
+      _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(abs), _mm256_set1_ps(magic))), splat(float_bits(magic)));
+  // abs < the smallest normal's pattern, as an ordered FP32 compare (a NaN abs is not below;
+  // GCC would lower the integer form to min + compare).
+  const __m256 below_normal =
+      _mm256_cmp_ps(_mm256_castsi256_ps(abs), _mm256_set1_ps(exact_pow2(L::min_exponent)), _CMP_LT_OQ);
+  const __m256i magnitude = _mm256_castps_si256(
+      _mm256_blendv_ps(_mm256_castsi256_ps(normal), _mm256_castsi256_ps(subnormal), below_normal));
+
+  // Overflow saturates: encode_rn's signed compare with the largest code, as a signed min; the
+  // sign bit goes on where v's is set (blendv reads v's sign bit as the mask).
+  const __m256 saturated = _mm256_castsi256_ps(_mm256_min_epi32(magnitude, splat(F::max_finite_code)));
+  const __m256i code = _mm256_castps_si256(_mm256_blendv_ps(
+      saturated, _mm256_or_ps(saturated, _mm256_castsi256_ps(splat(L::sign_bit))), v));
+  if constexpr (!kMayBeNan) return code;
+  const __m256i is_nan = _mm256_cmpgt_epi32(abs, splat(0x7F800000u));
+  return _mm256_blendv_epi8(code, splat(L::nan_input_code), is_nan);
+}
+
+// decode<E4M3>(code) for codes 0..0x7E (what encode gives a non-negative, non-NaN value):
+// exponent field 0 -> fraction * 2^-9 (exact), else the FP32 pattern with the exponent rebiased
+// by 127 - 7 and the 3 fraction bits on top of FP32's: (code << 20) + (120 << 23).
+FP8LAB_AVX2_INLINE __m256 decode8_e4m3_nonneg(__m256i code) {
+  const __m256 subnormal =
+      _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(code, splat(7u))), _mm256_set1_ps(0x1p-9f));
+  const __m256i normal = _mm256_add_epi32(_mm256_slli_epi32(code, 20), splat(120u << 23));
+  const __m256i is_subnormal = _mm256_cmpgt_epi32(splat(8u), code);
+  return _mm256_blendv_ps(_mm256_castsi256_ps(normal), subnormal, _mm256_castsi256_ps(is_subnormal));
+}
+
+// packus interleaves the 128-bit halves; the permutes put each source's bytes back in order.
+FP8LAB_AVX2_INLINE __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i abcd = _mm256_packus_epi16(_mm256_packus_epi32(a, b), _mm256_packus_epi32(c, d));
+  return _mm256_permutevar8x32_epi32(abcd, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+FP8LAB_AVX2_INLINE __m128i pack16(__m256i a, __m256i b) {
+  const __m256i ab = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);  // a0..7, b0..7 as int16
+  return _mm_packus_epi16(_mm256_castsi256_si128(ab), _mm256_extracti128_si256(ab, 1));
+}
+FP8LAB_AVX2_INLINE __m128i pack8(__m256i a) {
+  const __m128i a16 = _mm_packus_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+  return _mm_packus_epi16(a16, a16);
+}
+
+}  // namespace fp8lab::cpu::detail::avx2

@@ -1,0 +1,230 @@
+// The CPU quantizer's AVX2 path for 1xT tiles (contract: quantize_rows_avx2.hpp, quantize.hpp).
+//
+// A row (q.cols FP32 values, tiles of T = q.tile_cols) is cut into chunks of whole tiles, a
+// multiple of 8 tiles and about 8 KiB, so that a chunk stays in L1 between its two visits:
+//   1. the amaxes of its tiles, 8 tiles at a time (quantize_codec_avx2.hpp's amax8_tiles), or,
+//      for the two-level rules, read back from q.scales where the tensor-amax pass left them;
+//   2. their scales: tile_scale() per tile, or for nvfp4 the same arithmetic on 8 lanes;
+//   3. the codes: scaled = fl32(x * encode) or fl32(x / encode) (vmulps / vdivps: IEEE RNE, the
+//      scalar operation), encode_rn on 8 lanes, packed to bytes.
+// Tiles left over (fewer than 8 at a row's end, a ragged last tile, T not a multiple of 8, the
+// `row` granularity) take the same steps one tile at a time, their last < 8 columns through the
+// scalar codec itself. Every step is the scalar path's arithmetic, so the bits are quantize.cpp's.
+#include "kernels/cpu/quantize_rows_avx2.hpp"
+
+#include <type_traits>
+
+#include "kernels/cpu/quantize_codec_avx2.hpp"
+
+namespace fp8lab::cpu::detail {
+namespace {
+
+using namespace avx2;
+
+constexpr std::int64_t kChunkFloats = 2048;  // 8 KiB of input per chunk
+constexpr std::int64_t kMaxChunkTiles = kChunkFloats / 16;
+
+// A tile's element factor, and whether its codes can skip the NaN select: no NaN in the tile
+// and a finite, nonzero factor, so that x * f and x / f cannot be NaN (inf * 0, 0 / 0, inf / inf).
+FP8LAB_AVX2_INLINE bool nan_free(std::uint32_t amax_bits, float factor) {
+  const std::uint32_t f = float_bits(factor) & 0x7FFFFFFFu;
+  return amax_bits <= 0x7F800000u && f != 0 && f < 0x7F800000u;
+}
+
+template <class F, ApplyScale kApply, bool kMayBeNan>
+FP8LAB_AVX2_INLINE __m256i encode8_at(const float* p, __m256 factor) {
+  const __m256 x = _mm256_loadu_ps(p);
+  return encode8<F, kMayBeNan>(kApply == ApplyScale::divide ? _mm256_div_ps(x, factor) : _mm256_mul_ps(x, factor));
+}
+
+// Codes of n values scaled by `factor`.
+template <class F, ApplyScale kApply, bool kMayBeNan>
+FP8LAB_AVX2_INLINE void encode_span(const float* in, std::uint8_t* out, std::int64_t n, float factor) {
+  const __m256 f = _mm256_set1_ps(factor);
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        pack32(encode8_at<F, kApply, kMayBeNan>(in + i, f), encode8_at<F, kApply, kMayBeNan>(in + i + 8, f),
+                               encode8_at<F, kApply, kMayBeNan>(in + i + 16, f),
+                               encode8_at<F, kApply, kMayBeNan>(in + i + 24, f)));
+  if (i + 16 <= n) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     pack16(encode8_at<F, kApply, kMayBeNan>(in + i, f), encode8_at<F, kApply, kMayBeNan>(in + i + 8, f)));
+    i += 16;
+  }
+  if (i + 8 <= n) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i), pack8(encode8_at<F, kApply, kMayBeNan>(in + i, f)));
+    i += 8;
+  }
+  for (; i < n; ++i) out[i] = static_cast<std::uint8_t>(fp8lab::encode<F>(scaled_element(in[i], factor, kApply)));
+}
+
+template <class F, ApplyScale kApply>
+FP8LAB_AVX2_INLINE void encode_tile(const float* in, std::uint8_t* out, std::int64_t n, std::uint32_t amax_bits,
+                                    float factor) {
+  if (nan_free(amax_bits, factor))
+    encode_span<F, kApply, false>(in, out, n, factor);
+  else
+    encode_span<F, kApply, true>(in, out, n, factor);
+}
+
+// Step 2 for 8 tiles: scale_of(amax bits as 8 lanes, decode out, encode out).
+// Any rule: tile_scale() per lane, the definition itself.
+struct ScalesPerTile {
+  ScaleRule rule;
+  ElementTraits traits;
+  TensorScale tensor;
+  FP8LAB_AVX2_INLINE void operator()(__m256i amax, float* decode, float* encode) const {
+    alignas(32) std::uint32_t bits[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bits), amax);
+    for (int j = 0; j < 8; ++j) {
+      const TileScale s = tile_scale(float_from_bits(bits[j]), rule, traits, tensor);
+      decode[j] = s.decode;
+      encode[j] = s.encode;
+    }
+  }
+};
+
+// nvfp4 (scale_rules.hpp nvfp4_te_scale) on 8 lanes: s_b = decode<E4M3>(encode<E4M3>(
+// fminf(amax * block_encode, FLT_MAX))), encode = fminf(fl32(1 / fl32(s_b * tensor decode)), FLT_MAX).
+// vminps(v, FLT_MAX) returns FLT_MAX for a NaN v, as min_flt_max; amax >= 0, so the E4M3 code
+// is one of 0..0x7E.
+struct ScalesNvfp4Te {
+  float block_encode, tensor_decode;
+  FP8LAB_AVX2_INLINE void operator()(__m256i amax, float* decode, float* encode) const {
+    const __m256 flt_max = _mm256_set1_ps(scale_detail::kFltMax);
+    const __m256 v = _mm256_min_ps(_mm256_mul_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(block_encode)), flt_max);
+    const __m256 s_b = decode8_e4m3_nonneg(encode8<E4M3, false>(v));
+    const __m256 e = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(s_b, _mm256_set1_ps(tensor_decode)));
+    _mm256_storeu_ps(decode, s_b);
+    _mm256_storeu_ps(encode, _mm256_min_ps(e, flt_max));
+  }
+};
+
+// One tile the slow way round (see top): amax, tile_scale(), codes.
+template <class F, ApplyScale kApply>
+FP8LAB_AVX2_INLINE void single_tile(const float* in, std::uint8_t* out, std::int64_t n, float* scale,
+                                    const ScalesPerTile& per_tile) {
+  const std::uint32_t amax = amax_bits(in, n);
+  const TileScale s = tile_scale(float_from_bits(amax), per_tile.rule, per_tile.traits, per_tile.tensor);
+  *scale = s.decode;
+  encode_tile<F, kApply>(in, out, n, amax, s.encode);
+}
+
+// kT: the tile width when known at compile time (16, 32), else 0 and q.tile_cols (a multiple of 8).
+// kAmaxStored: the tiles' amaxes are in q.scales already (tile_amaxes_avx2, two-level rules).
+template <class F, ApplyScale kApply, std::int64_t kT, bool kAmaxStored, class Scales>
+FP8LAB_TARGET_AVX2 void rows_kernel(const float* x, QuantizedTensor& q, std::int64_t r_begin, std::int64_t r_end,
+                                    const Scales& scales_of, const ScalesPerTile& per_tile) {
+  const std::int64_t t = kT != 0 ? kT : q.tile_cols;
+  // Chunks take whole tiles of a multiple of 8 columns; a ragged last tile, or every tile of
+  // another width, goes alone.
+  const std::int64_t full_tiles = t % 8 == 0 ? q.cols / t : 0;
+  const std::int64_t chunk_tiles = kChunkFloats / t / 8 * 8 > 8 ? kChunkFloats / t / 8 * 8 : 8;
+  alignas(32) std::uint32_t amax[kMaxChunkTiles];
+  alignas(32) float encode[kMaxChunkTiles];
+  for (std::int64_t r = r_begin; r < r_end; ++r) {
+    const float* row = x + r * q.cols;
+    std::uint8_t* out = q.codes.data() + r * q.cols;
+    float* scales = q.scales.data() + r * q.scale_cols;  // tile_rows == 1: scale row r
+    std::int64_t tc = 0;
+    for (; tc + 8 <= full_tiles; tc += chunk_tiles) {
+      const std::int64_t n_tiles = (full_tiles - tc) / 8 * 8 < chunk_tiles ? (full_tiles - tc) / 8 * 8 : chunk_tiles;
+      const float* in = row + tc * t;
+      for (std::int64_t j = 0; j < n_tiles; j += 8) {
+        const __m256i a = kAmaxStored ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + tc + j))
+                                      : amax8_tiles<kT>(in + j * t, t);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(amax + j), a);
+        scales_of(a, scales + tc + j, encode + j);
+      }
+      // While this chunk is encoded (from L1), the next one is fetched: the amax step would
+      // otherwise wait on memory with nothing to overlap (a line per 16 values; a prefetch
+      // past the tensor's end is dropped, never a fault).
+      const float* next = in + n_tiles * t;
+      for (std::int64_t j = 0; j < n_tiles; ++j) {
+        for (std::int64_t k = 0; k < t; k += 16) _mm_prefetch(reinterpret_cast<const char*>(next + j * t + k), _MM_HINT_T0);
+        encode_tile<F, kApply>(in + j * t, out + (tc + j) * t, t, amax[j], encode[j]);
+      }
+      if (n_tiles < chunk_tiles) {
+        tc += n_tiles;
+        break;
+      }
+    }
+    for (; tc < q.scale_cols; ++tc) {
+      const std::int64_t c0 = tc * q.tile_cols, n = c0 + q.tile_cols < q.cols ? q.tile_cols : q.cols - c0;
+      single_tile<F, kApply>(row + c0, out + c0, n, scales + tc, per_tile);
+    }
+  }
+}
+
+template <class F, ApplyScale kApply, bool kAmaxStored, class Scales>
+void rows_for_width(const float* x, QuantizedTensor& q, std::int64_t r_begin, std::int64_t r_end,
+                    const Scales& scales_of, const ScalesPerTile& per_tile) {
+  switch (q.tile_cols) {
+    case 16: return rows_kernel<F, kApply, 16, kAmaxStored>(x, q, r_begin, r_end, scales_of, per_tile);
+    case 32: return rows_kernel<F, kApply, 32, kAmaxStored>(x, q, r_begin, r_end, scales_of, per_tile);
+    default: return rows_kernel<F, kApply, 0, kAmaxStored>(x, q, r_begin, r_end, scales_of, per_tile);
+  }
+}
+
+}  // namespace
+
+bool rows_avx2_serves(const QuantizedTensor& q) {
+  return q.tile_rows == 1 && q.config.rounding.mode == RoundingMode::nearest &&
+         q.config.scale_rule != ScaleRule::nvfp4_4over6;
+}
+
+void quantize_rows_avx2(const float* x, QuantizedTensor& q, std::int64_t r_begin, std::int64_t r_end) {
+  with_element_codec(q.config.format, [&](auto codec) {
+    using F = decltype(codec);
+    const ScalesPerTile per_tile{q.config.scale_rule, element_traits_of<F>(), q.tensor_scale};
+    const auto run = [&](auto apply_tag, const auto& scales_of) {
+      constexpr ApplyScale kApply = decltype(apply_tag)::value;
+      if (scale_rule_math(q.config.scale_rule).two_level)
+        rows_for_width<F, kApply, true>(x, q, r_begin, r_end, scales_of, per_tile);
+      else
+        rows_for_width<F, kApply, false>(x, q, r_begin, r_end, scales_of, per_tile);
+    };
+    using Multiply = std::integral_constant<ApplyScale, ApplyScale::multiply>;
+    using Divide = std::integral_constant<ApplyScale, ApplyScale::divide>;
+    if (q.config.scale_rule == ScaleRule::nvfp4) {
+      run(Multiply{}, ScalesNvfp4Te{scale_detail::nvfp4_te_block_encode(element_traits_of<F>(), q.tensor_scale),
+                                    q.tensor_scale.decode});
+    } else if (scale_rule_math(q.config.scale_rule).apply == ApplyScale::divide) {
+      run(Divide{}, per_tile);
+    } else {
+      run(Multiply{}, per_tile);
+    }
+  });
+}
+
+FP8LAB_TARGET_AVX2 std::uint32_t tile_amaxes_avx2(const float* x, QuantizedTensor& q, std::int64_t r_begin,
+                                                  std::int64_t r_end) {
+  const std::int64_t t = q.tile_cols;
+  const std::int64_t full_tiles = t % 8 == 0 ? q.cols / t : 0;
+  __m256i running = _mm256_setzero_si256();
+  std::uint32_t rest = 0;
+  for (std::int64_t r = r_begin; r < r_end; ++r) {
+    const float* row = x + r * q.cols;
+    float* amax = q.scales.data() + r * q.scale_cols;
+    std::int64_t tc = 0;
+    for (; tc + 8 <= full_tiles; tc += 8) {
+      // Loads alone leave memory idle between misses: 8 KiB ahead, a line per 16 values.
+      for (std::int64_t k = 0; k < 8 * t; k += 16)
+        _mm_prefetch(reinterpret_cast<const char*>(row + tc * t + kChunkFloats + k), _MM_HINT_T0);
+      const __m256i a = t == 16 ? amax8_tiles<16>(row + tc * t, t) : amax8_tiles<0>(row + tc * t, t);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(amax + tc), a);
+      running = _mm256_max_epi32(running, a);
+    }
+    for (; tc < q.scale_cols; ++tc) {
+      const std::int64_t c0 = tc * t, n = c0 + t < q.cols ? t : q.cols - c0;
+      const std::uint32_t a = amax_bits(row + c0, n);
+      amax[tc] = float_from_bits(a);
+      rest = a > rest ? a : rest;
+    }
+  }
+  const std::uint32_t vector_max = hmax8(running);
+  return vector_max > rest ? vector_max : rest;
+}
+
+}  // namespace fp8lab::cpu::detail
