@@ -114,11 +114,6 @@ FP8LAB_TARGET_AVX512 void quantize_tiles_avx512(const float* x, QuantizedTensor&
   quantize_tiles<F>(x, q, tr_begin, tr_end);
 }
 
-// Below this many elements a tensor is quantized on one thread (a thread team's start would
-// cost more than the work). 2^13: stories260K's 256 x 64 operands (2^14) then use both threads,
-// which took its 2-thread FP8 step from 42.7 to 39.6 ms (at 2^16 they ran on one).
-constexpr std::int64_t kParallelQuantizeElements = std::int64_t{1} << 13;
-
 // Every tile is independent once the two-level rules' tensor scale is known (its amax is a max:
 // any order gives it), so tile rows are split between threads with the same bits.
 // 1xT tiles on an AVX2 (or wider) CPU take quantize_rows_avx2.cpp's one-visit path, the same bits;

@@ -13,8 +13,8 @@ QuantizedTensor requantize_transposed(const QuantizedTensor& in) {
                                 in.config.granularity.to_string());
   const std::vector<float> dequantized = dequantize(in);  // rows x cols
   std::vector<float> transposed(dequantized.size());      // cols x rows
-  // On the thread team when as large as the quantizer's threshold for it (a copy: same bits).
-  transpose(dequantized.data(), in.rows, in.cols, in.cols, transposed.data(), in.rows * in.cols >= (std::int64_t{1} << 13));
+  // On the thread team from the quantizer's threshold (a copy: same bits).
+  transpose(dequantized.data(), in.rows, in.cols, in.cols, transposed.data(), in.rows * in.cols >= kParallelQuantizeElements);
   return quantize(transposed, in.cols, in.rows, in.config);
 }
 
