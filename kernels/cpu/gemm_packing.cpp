@@ -75,25 +75,35 @@ void fill_interval_scales(const QuantizedTensor& q, const GemmPlan& plan, std::i
   for (std::int64_t j = 0; j < plan.intervals; ++j) to[j * stride] = q.scale_of(row, std::min(j * plan.interval, q.cols - 1));
 }
 
-// The codes of kLines operand lines (rows of A, columns of B; null: padding, left as filled) over
-// `count` k into the floor micro-tile's layouts: line j at k goes to value, exponent and lsb at
-// [k * stride + j]. Returns whether every code was finite.
+// The codes of kLines operand lines (rows of A, columns of B) over `count` k into the floor
+// micro-tile's layouts: line j at k goes to value, exponent and lsb at [k * stride + j]; a null
+// line, and every line at count <= k < padded_count, gets the padding (a zero code: value 0,
+// `padding_exponent`, the zero lsb byte), so the lines' whole region is written. Returns whether
+// every code was finite.
 // Raw pointers and a local copy of `codes`: stores through int8 pointers may alias anything, so
 // the compiler would otherwise reload vector data pointers and code pointers on every element.
 template <int kLines, class Value>
 bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&lines)[kLines], std::int64_t count,
-                        const std::array<std::uint8_t, 256>& count_byte, std::int64_t stride, Value* value,
-                        std::int8_t* exponent, std::uint8_t* lsb) {
+                        std::int64_t padded_count, const std::array<std::uint8_t, 256>& count_byte, std::int64_t stride,
+                        Value* value, std::int8_t* exponent, std::uint8_t* lsb) {
   const std::uint8_t* codes[kLines];
   std::copy_n(lines, kLines, codes);
+  const std::int8_t padding_exponent = table.exponent8[0];
+  const std::uint8_t padding_lsb = count_byte[0];
   bool finite = true;
-  for (std::int64_t k = 0; k < count; ++k)
+  for (std::int64_t k = 0; k < padded_count; ++k)
     for (int j = 0; j < kLines; ++j) {
-      if (codes[j] == nullptr) continue;
+      const std::int64_t at = k * stride + j;
+      if (codes[j] == nullptr || k >= count) {
+        value[at] = Value(0);
+        exponent[at] = padding_exponent;
+        lsb[at] = padding_lsb;
+        continue;
+      }
       const std::uint8_t c = codes[j][k];
-      value[k * stride + j] = static_cast<Value>(table.value[c]);  // exact (FP32 to FP64 too)
-      exponent[k * stride + j] = table.exponent8[c];
-      lsb[k * stride + j] = count_byte[c];
+      value[at] = static_cast<Value>(table.value[c]);  // exact (FP32 to FP64 too)
+      exponent[at] = table.exponent8[c];
+      lsb[at] = count_byte[c];
       finite = finite && table.finite[c];
     }
   return finite;
@@ -103,20 +113,21 @@ bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&line
 // `value64` (FP64), both [.. at + k * stride + j].
 template <int kLines>
 bool unpack_floor_values(PackLayout layout, const CodeTable& table, const std::uint8_t* const (&lines)[kLines],
-                         std::int64_t count, const std::array<std::uint8_t, 256>& count_byte, std::int64_t stride,
-                         std::size_t at, std::vector<float>& value, std::vector<double>& value64, std::int8_t* exponent,
-                         std::uint8_t* lsb) {
+                         std::int64_t count, std::int64_t padded_count, const std::array<std::uint8_t, 256>& count_byte,
+                         std::int64_t stride, std::size_t at, PackVector<float>& value, PackVector<double>& value64,
+                         std::int8_t* exponent, std::uint8_t* lsb) {
   if (layout == PackLayout::floor_fp64)
-    return unpack_floor_lines<kLines>(table, lines, count, count_byte, stride, &value64[at], exponent, lsb);
-  return unpack_floor_lines<kLines>(table, lines, count, count_byte, stride, &value[at], exponent, lsb);
+    return unpack_floor_lines<kLines>(table, lines, count, padded_count, count_byte, stride, &value64[at], exponent, lsb);
+  return unpack_floor_lines<kLines>(table, lines, count, padded_count, count_byte, stride, &value[at], exponent, lsb);
 }
 
-// `size` zero values of the layout: FP32 in `value`, or FP64 in `value64` (PackLayout::floor_fp64).
-void assign_floor_values(PackLayout layout, std::size_t size, std::vector<float>& value, std::vector<double>& value64) {
+// Room for `size` values of the layout, not yet written: FP32 in `value`, or FP64 in `value64`
+// (PackLayout::floor_fp64).
+void size_floor_values(PackLayout layout, std::size_t size, PackVector<float>& value, PackVector<double>& value64) {
   if (layout == PackLayout::floor_fp64)
-    value64.assign(size, 0.0);
+    value64.resize(size);
   else
-    value.assign(size, 0.0f);
+    value.resize(size);
 }
 
 // One operand row of codes into values and exponents written `stride` apart, raising the
@@ -150,10 +161,10 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   bool finite = true;
   if (layout != PackLayout::convert) {
     // Only what the floor micro-tile reads, straight from the codes in [tile][k][row] order
-    // (padding rows and K: zero codes).
-    assign_floor_values(layout, size, p.tile_value, p.tile_value64);
-    p.tile_exponent.assign(size, static_cast<std::int8_t>(padding_exponent));
-    p.tile_lsb.assign(size, kZeroLsbByteA);
+    // (padding rows and K: zero codes), every tile written whole by its thread.
+    size_floor_values(layout, size, p.tile_value, p.tile_value64);
+    p.tile_exponent.resize(size);
+    p.tile_lsb.resize(size);
     // By tile, k outer: the writes run sequentially through [tile][k][row].
 #pragma omp parallel for reduction(&& : finite)
     for (std::int64_t tile = 0; tile < p.padded_rows / kRowsPerTile; ++tile) {
@@ -165,8 +176,9 @@ PackedA pack_a(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
         fill_interval_scales(q, plan, rows[static_cast<std::size_t>(i)], &p.scale[static_cast<std::size_t>(i * plan.intervals)], 1);
       }
       const auto tile_at = static_cast<std::size_t>(tile * p.padded_k * kRowsPerTile);
-      finite = unpack_floor_values<kRowsPerTile>(layout, table, codes, q.cols, table.count_byte_a, kRowsPerTile, tile_at,
-                                                 p.tile_value, p.tile_value64, &p.tile_exponent[tile_at], &p.tile_lsb[tile_at]) &&
+      finite = unpack_floor_values<kRowsPerTile>(layout, table, codes, q.cols, p.padded_k, table.count_byte_a, kRowsPerTile,
+                                                 tile_at, p.tile_value, p.tile_value64, &p.tile_exponent[tile_at],
+                                                 &p.tile_lsb[tile_at]) &&
                finite;
     }
     all_finite = all_finite && finite;
@@ -210,15 +222,16 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
   p.scale.assign(static_cast<std::size_t>(p.panels * plan.intervals * kPanel), 1.0f);
   bool finite = true;
   if (layout != PackLayout::convert) {
-    // Values and bytes in the group layout, straight from the codes.
+    // Values and bytes in the group layout, straight from the codes, every panel of every
+    // group (those past the last real one: padding) written whole by its thread.
     p.groups = (p.panels + kGroupPanels - 1) / kGroupPanels;
     const auto size = static_cast<std::size_t>(p.groups * p.padded_k * kGroupCols);
-    assign_floor_values(layout, size, p.value, p.value64);
-    p.group_exponent.assign(size, static_cast<std::int8_t>(padding_exponent));
-    p.group_lsb.assign(size, kZeroLsbByteB);
+    size_floor_values(layout, size, p.value, p.value64);
+    p.group_exponent.resize(size);
+    p.group_lsb.resize(size);
     // By panel, k outer: the writes run sequentially through [group][k][...].
 #pragma omp parallel for reduction(&& : finite)
-    for (std::int64_t panel = 0; panel < p.panels; ++panel) {
+    for (std::int64_t panel = 0; panel < p.groups * kGroupPanels; ++panel) {
       const std::uint8_t* codes[kPanel] = {};
       for (std::int64_t lane = 0; lane < kPanel && panel * kPanel + lane < p.cols; ++lane) {
         const std::int64_t col = cols[static_cast<std::size_t>(panel * kPanel + lane)];
@@ -227,8 +240,8 @@ PackedB pack_b(const QuantizedTensor& q, const GemmPlan& plan, std::int64_t dept
       }
       const std::int64_t group = panel / kGroupPanels, column0 = (panel % kGroupPanels) * kPanel;
       const auto group_at = static_cast<std::size_t>(group * p.padded_k * kGroupCols + column0);
-      finite = unpack_floor_values<kPanel>(layout, table, codes, q.cols, table.count_byte_b, kGroupCols, group_at, p.value,
-                                           p.value64, &p.group_exponent[group_at], &p.group_lsb[group_at]) &&
+      finite = unpack_floor_values<kPanel>(layout, table, codes, q.cols, p.padded_k, table.count_byte_b, kGroupCols, group_at,
+                                           p.value, p.value64, &p.group_exponent[group_at], &p.group_lsb[group_at]) &&
                finite;
     }
     all_finite = all_finite && finite;
