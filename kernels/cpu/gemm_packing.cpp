@@ -90,14 +90,17 @@ bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&line
   std::copy_n(lines, kLines, codes);
   const std::int8_t padding_exponent = table.exponent8[0];
   const std::uint8_t padding_lsb = count_byte[0];
+  const auto pad = [&](std::int64_t at) {
+    value[at] = Value(0);
+    exponent[at] = padding_exponent;
+    lsb[at] = padding_lsb;
+  };
   bool finite = true;
-  for (std::int64_t k = 0; k < padded_count; ++k)
+  for (std::int64_t k = 0; k < count; ++k)
     for (int j = 0; j < kLines; ++j) {
       const std::int64_t at = k * stride + j;
-      if (codes[j] == nullptr || k >= count) {
-        value[at] = Value(0);
-        exponent[at] = padding_exponent;
-        lsb[at] = padding_lsb;
+      if (codes[j] == nullptr) {
+        pad(at);
         continue;
       }
       const std::uint8_t c = codes[j][k];
@@ -106,6 +109,8 @@ bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&line
       lsb[at] = count_byte[c];
       finite = finite && table.finite[c];
     }
+  for (std::int64_t k = count; k < padded_count; ++k)
+    for (int j = 0; j < kLines; ++j) pad(k * stride + j);
   return finite;
 }
 
