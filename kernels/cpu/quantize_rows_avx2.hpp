@@ -4,9 +4,10 @@
 // 1x16. A row is taken in chunks of about 8 KiB: the chunk's tile amaxes, their scales, then
 // its codes while the chunk is in L1 (the next chunk prefetched meanwhile), with the element
 // codec written with intrinsics (the generic loop, auto-vectorized, spills and re-reads the
-// tile). Also taken on AVX-512 CPUs (AVX2 code runs there; the bits are the same). Same contract and same bits as quantize.cpp's general path:
-// the scale comes from the same tile_scale(), and the codec is float_formats.hpp's encode_rn
-// step by step, one exact integer or FP32 operation per element.
+// tile). Also taken on AVX-512 CPUs (AVX2 code runs there; the bits are the same). Same
+// contract and same bits as quantize.cpp's general path: the scale comes from the same
+// tile_scale(), and the codec is float_formats.hpp's encode_rn step by step, one exact integer
+// or FP32 operation per element.
 #include <cstdint>
 
 #include "kernels/quantization.hpp"
