@@ -56,9 +56,13 @@ Parts scale_parts(double scale, bool e4m3) {
   return Parts{false, 1, e - 1, e - 1};
 }
 
-// |x| * 2^shift truncated toward zero (shift < 0 drops bits), sign restored.
+// |x| * 2^shift truncated toward zero (shift < 0 drops bits), sign restored. A zero term's lsb
+// is whatever its factors' add to, so its shift may pass the type's width: it adds nothing.
+// A nonzero term's shift is at most F + 1 (its lsb is at or below its lead, and a product's lead
+// is at most one above its exponent, itself at most E).
 Int shifted(Int magnitude, int shift, bool negative) {
   Int r = 0;
+  if (magnitude == 0) return 0;
   if (shift >= 0)
     r = magnitude << shift;
   else if (-shift < 126)

@@ -29,7 +29,12 @@ TEST_CASE("resident set: the high-water mark sees touched memory and a reset for
   }
   // A 64 MiB block is returned to the OS on free (glibc maps it on its own), so after a reset
   // the mark is back near where it started: at least a quarter of the block below the peak.
+  // Not under AddressSanitizer, whose allocator keeps freed blocks in quarantine.
   REQUIRE(reset_resident_peak());
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("AddressSanitizer build: freed memory stays in its quarantine, so the reset is not checked");
+  return;
+#endif
   const ResidentSet after = read_resident_set();
   CHECK(after.peak_bytes + kBytes / 4 < before.current_bytes + kBytes);
 }
