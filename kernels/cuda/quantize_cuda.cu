@@ -81,10 +81,9 @@ __global__ void four_over_six_kernel(const float* x, Geometry g, const unsigned*
   const std::int64_t scale_rows = (g.rows + g.tile_rows - 1) / g.tile_rows;
   if (t >= scale_rows * g.scale_cols) return;
   const std::int64_t r0 = t / g.scale_cols * g.tile_rows, c0 = t % g.scale_cols * g.tile_cols;
-  const float tensor_amax = float_from_bits(*tensor_amax_bits);
   scales[t] = four_over_six::quantize_block(x, codes, g.cols, r0, min(g.rows, r0 + g.tile_rows), c0, min(g.cols, c0 + g.tile_cols),
-                                            float_from_bits(amax_bits[t]), tensor_amax,
-                                            tensor_scale(tensor_amax, ScaleRule::nvfp4_4over6, element_traits_of<E2M1>()));
+                                            float_from_bits(amax_bits[t]), float_from_bits(*tensor_amax_bits),
+                                            tensor_scale_of(tensor_amax_bits, ScaleRule::nvfp4_4over6, element_traits_of<E2M1>()));
 }
 
 template <class F>
