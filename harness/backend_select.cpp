@@ -32,10 +32,7 @@ class FallbackBackend final : public Backend {
   }
   QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols,
                            const QuantizeConfig& config) override {
-    // nvfp4:4over6: the CUDA kernel (one thread per block, the CPU's function) has not yet run on
-    // a GPU and the CUDA backend refuses it, so the CPU quantizes it until
-    // tests/gpu/quantize_gpu_test.cpp has passed there.
-    return (config.scale_rule == ScaleRule::nvfp4_4over6 ? *fallback_ : *primary_).quantize(x, rows, cols, config);
+    return primary_->quantize(x, rows, cols, config);
   }
   QuantizedTensor requantize_transposed(const QuantizedTensor& in) override {
     // The CUDA one refuses the two-level rules (nvfp4:4over6 among them).

@@ -33,11 +33,6 @@ class CudaBackend final : public Backend {
   std::string device() const override { return device_; }
   QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64_t cols,
                            const QuantizeConfig& config) override {
-    // cuda::quantize runs nvfp4:4over6 (tests/gpu/quantize_gpu_test.cpp compares it with the CPU),
-    // but that test has not yet run on a GPU: until it has, the backend does not offer it.
-    if (config.scale_rule == ScaleRule::nvfp4_4over6)
-      throw std::invalid_argument("cuda backend: scale rule nvfp4:4over6 is not yet validated on a GPU; use --backend cpu "
-                                  "(or auto, which quantizes it on the CPU)");
     return cuda::quantize(x, rows, cols, config);
   }
   QuantizedTensor requantize_transposed(const QuantizedTensor& in) override { return cuda::requantize_transposed(in); }

@@ -1,8 +1,9 @@
 // GPU quantizer bandwidth (issues 5 and 24): a DeepSeek-V3-size activation (4096 tokens x 7168
 // channels, FP32) quantized as DeepSeek-V3's 1x128 E4M3 tiles and 128x128 E4M3 blocks, as
 // MXFP8 (1x32 E4M3, mx:rceil), as NVFP4 (1x16 E2M1, TE's two-level nvfp4: one more pass for
-// the tensor's amax) and its 16x16 weight blocks, next to a device-to-device copy of the same
-// FP32 bytes in the same run. Bytes counted for all: the FP32 input once (what each must read
+// the tensor's amax) and its 16x16 weight blocks, and as NVFP4 1x16 under nvfp4:4over6 (the
+// general kernel, a thread per block), next to a device-to-device copy of the same FP32 bytes
+// in the same run. Bytes counted for all: the FP32 input once (what each must read
 // from HBM; a quantizer writes 1/4 of it back, the copy all of it). Target: ratio >= 0.8.
 // CUDA-event timing, L2 flushed before every iteration (bench_support.hpp).
 #include <random>
@@ -66,6 +67,9 @@ void BM_QuantizeNvfp4(benchmark::State& state) { quantize_benchmark(state, {kE2M
 void BM_QuantizeNvfp4Block16x16(benchmark::State& state) {
   quantize_benchmark(state, {kE2M1, Granularity::block(16), ScaleRule::nvfp4});
 }
+void BM_QuantizeNvfp4FourOverSix(benchmark::State& state) {
+  quantize_benchmark(state, {kE2M1, Granularity::tile(16), ScaleRule::nvfp4_4over6});
+}
 
 BENCHMARK(BM_DeviceCopyFp32)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeTile1x128E4M3)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -73,6 +77,7 @@ BENCHMARK(BM_QuantizeBlock128x128E4M3)->UseManualTime()->Unit(benchmark::kMicros
 BENCHMARK(BM_QuantizeMxfp8)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeNvfp4)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeNvfp4Block16x16)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeNvfp4FourOverSix)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
@@ -82,5 +87,6 @@ int main(int argc, char** argv) {
                                  {"BM_QuantizeBlock128x128E4M3", "BM_DeviceCopyFp32", "quantize 128x128 / D2D copy"},
                                  {"BM_QuantizeMxfp8", "BM_DeviceCopyFp32", "quantize mxfp8 / D2D copy"},
                                  {"BM_QuantizeNvfp4", "BM_DeviceCopyFp32", "quantize nvfp4 / D2D copy"},
-                                 {"BM_QuantizeNvfp4Block16x16", "BM_DeviceCopyFp32", "quantize nvfp4 16x16 / D2D copy"}});
+                                 {"BM_QuantizeNvfp4Block16x16", "BM_DeviceCopyFp32", "quantize nvfp4 16x16 / D2D copy"},
+                                 {"BM_QuantizeNvfp4FourOverSix", "BM_DeviceCopyFp32", "quantize nvfp4:4over6 / D2D copy"}});
 }
