@@ -45,46 +45,44 @@ FP8LAB_HD constexpr float sum_rows(float (&row_errors)[kBlock]) {
   return row_errors[0];
 }
 
-// One candidate over a block: its codes, and its error summed in TE's order (each row from left
-// to right, then a 2-D block's rows by the warp reduction; a 1-D block is its one row).
-struct CandidateCodes {
-  std::uint8_t codes[kBlock][kBlock];
-  float error;
-};
-
-FP8LAB_HD inline void encode_candidate(const float* x, std::int64_t ld, std::int64_t r0, std::int64_t r1, std::int64_t c0,
-                                       std::int64_t c1, TileScale s, float tensor_amax, CandidateCodes& out) {
+// One candidate's error over a block, summed in TE's order (each row from left to right, then a
+// 2-D block's rows by the warp reduction; a 1-D block is its one row). The codes are not kept:
+// the kept candidate is encoded again (encode is a pure function of the value and the scale),
+// so a GPU thread holds 16 floats of row sums rather than two 256-byte code arrays in local
+// memory.
+FP8LAB_HD inline float candidate_error(const float* x, std::int64_t ld, std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                                       std::int64_t c1, TileScale s, float tensor_amax) {
   float row_errors[kBlock] = {};
   for (std::int64_t r = r0; r < r1; ++r) {
     float e = 0.0f;
     for (std::int64_t c = c0; c < c1; ++c) {
       const float v = x[r * ld + c];
-      const std::uint32_t code = encode<E2M1>(v * s.encode);
-      out.codes[r - r0][c - c0] = static_cast<std::uint8_t>(code);
-      e += error_term(v, code, s.decode, tensor_amax);
+      e += error_term(v, encode<E2M1>(v * s.encode), s.decode, tensor_amax);
     }
     row_errors[r - r0] = e;
   }
-  out.error = sum_rows(row_errors);  // absent rows add +0: a 1x16 block's sum is its row's
+  return sum_rows(row_errors);  // absent rows add +0: a 1x16 block's sum is its row's
 }
 
 // Quantizes rows [r0, r1) x cols [c0, c1) of x (row stride ld) as one 4over6 block of amax
-// `block_amax` into codes (same stride), both candidates, and keeps the one with the smaller
-// error; returns its E4M3 block scale (the stored decode scale). r1 - r0 <= 16, c1 - c0 <= 16.
-// The CPU quantizer and the CUDA one (a thread per block) both run this function.
+// `block_amax` into codes (same stride): both candidates' errors, then the codes of the one
+// with the smaller error; returns its E4M3 block scale (the stored decode scale).
+// r1 - r0 <= 16, c1 - c0 <= 16. The CPU quantizer and the CUDA one (a thread per block) both
+// run this function.
 FP8LAB_HD inline float quantize_block(const float* x, std::uint8_t* codes, std::int64_t ld, std::int64_t r0, std::int64_t r1,
                                       std::int64_t c0, std::int64_t c1, float block_amax, float tensor_amax,
                                       TensorScale tensor_scale) {
   const scale_detail::FourOverSixCandidates s =
       scale_detail::nvfp4_4over6_candidates(block_amax, element_traits_of<E2M1>(), tensor_scale);
-  CandidateCodes map4, map6;
-  encode_candidate(x, ld, r0, r1, c0, c1, s.map4, tensor_amax, map4);
-  encode_candidate(x, ld, r0, r1, c0, c1, s.map6, tensor_amax, map6);
-  const bool pick_map4 = map4.error < map6.error;  // a tie (or a NaN) keeps map6, as TE
-  const CandidateCodes& kept = pick_map4 ? map4 : map6;
+  const float error4 = candidate_error(x, ld, r0, r1, c0, c1, s.map4, tensor_amax);
+  const float error6 = candidate_error(x, ld, r0, r1, c0, c1, s.map6, tensor_amax);
+  const TileScale kept = error4 < error6 ? s.map4 : s.map6;  // a tie (or a NaN) keeps map6, as TE
   for (std::int64_t r = r0; r < r1; ++r)
-    for (std::int64_t c = c0; c < c1; ++c) codes[r * ld + c] = kept.codes[r - r0][c - c0];
-  return pick_map4 ? s.map4.decode : s.map6.decode;
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const float v = x[r * ld + c];
+      codes[r * ld + c] = static_cast<std::uint8_t>(encode<E2M1>(v * kept.encode));
+    }
+  return kept.decode;
 }
 
 }  // namespace fp8lab::four_over_six
