@@ -6,8 +6,9 @@
 // Every element format (E4M3, E5M2, E2M1, E3M2, E2M3) and every rule. The two-level nvfp4
 // rules (nvfp4, nvfp4:torchao, nvfp4:4over6) first reduce the tensor's amax into the
 // workspace's last slot (tensor_amax_kernel); every tile then derives the tensor scale from it.
-// nvfp4:4over6 chooses each block's scale from its elements' errors: after the segment amaxes,
-// one thread per block runs four_over_six::quantize_block, the function the CPU runs.
+// nvfp4:4over6 chooses each block's scale from its elements' errors: one thread per block runs
+// four_over_six::quantize_block, the function the CPU runs (1x16 tiles: four_over_six_tile_kernel,
+// loading its tile once; 16x16 blocks: after the segment amaxes, four_over_six_kernel).
 // Layout: x rows x cols row-major. One-pass paths (quantize_fast_paths.cuh) when cols % 4 == 0
 // and x is 16-byte aligned: 1xT tiles for T in {16, 32, 64, 128, 256, 512} and BxB blocks for
 // B in {16, 32, 64, 128}, x read once. General path for everything else: one CUDA block per
@@ -74,7 +75,7 @@ __global__ void encode_kernel(const float* x, Geometry g, const unsigned* amax_b
   }
 }
 
-// nvfp4:4over6: one thread per 1x16 or 16x16 block (both candidates, the smaller error kept).
+// nvfp4:4over6 on 16x16 blocks: one thread per block (both candidates, the smaller error kept).
 __global__ void four_over_six_kernel(const float* x, Geometry g, const unsigned* amax_bits, const unsigned* tensor_amax_bits,
                                      float* scales, std::uint8_t* codes) {
   const std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
@@ -176,6 +177,13 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
     FP8LAB_CUDA_CHECK(cudaGetLastError());
   }
   const bool four_over_six = config.scale_rule == ScaleRule::nvfp4_4over6;
+  if (four_over_six && g.tile_rows == 1) {  // 1 x 16 tiles: one pass after the tensor amax
+    const bool vector = cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0;
+    (vector ? four_over_six_tile_kernel<true> : four_over_six_tile_kernel<false>)<<<blocks_for(tiles), 256, 0, stream>>>(
+        d_x, rows, cols, g.scale_cols, tensor_amax_bits, d_scales, d_codes);
+    FP8LAB_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   // float4 loads of x and uchar4 stores of the codes need both aligned.
   if (!four_over_six && cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0 && reinterpret_cast<std::uintptr_t>(d_codes) % 4 == 0) {
     const bool launched = with_element_codec(config.format, [&](auto codec) {

@@ -8,6 +8,8 @@
 //   narrow_tile_quantize_kernel<F, T>  1 x T tiles, T in {16, 32, 64} (MXFP8, MXFP4, NVFP4): one
 //                                   warp per 128 columns of a row, T / 4 lanes per tile;
 //   block_quantize_kernel<F, B>     B x B blocks, B in {16, 32, 64, 128}: one CTA per block.
+//   four_over_six_tile_kernel       nvfp4:4over6 on 1 x 16 tiles: a thread per tile (also for
+//                                   ragged shapes: scalar loads then).
 // Element i = row * cols + c is encoded exactly as the general path and the CPU do it
 // (scaled_element, then encode or encode_stochastic with the draw of i), so the three agree
 // bit for bit. The two-level rules read the tensor's amax from *tensor_amax_bits (nullptr for
@@ -18,6 +20,7 @@
 
 #include "kernels/formats/float_formats.hpp"
 #include "kernels/formats/stochastic_rounding.hpp"
+#include "kernels/nvfp4_4over6.hpp"
 #include "kernels/scale_rules.hpp"
 
 namespace fp8lab::cuda {
@@ -72,14 +75,58 @@ __device__ __forceinline__ void encode_chunk(float4 v, float factor, ApplyScale 
 }
 
 // The tensor's amax (abs_bits order) into *amax_bits, which must start at 0. Any order of the
-// maxima gives the same result, so atomics keep the bits.
+// maxima gives the same result, so atomics keep the bits. float4 loads when x is 16-byte
+// aligned (the scalar tail after the last whole chunk), scalar loads otherwise.
 __global__ void tensor_amax_kernel(const float* x, std::int64_t n, unsigned* amax_bits) {
+  const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   unsigned m = 0;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    m = max(m, abs_bits(x[i]));
+  std::int64_t scalar_from = 0;
+  if (reinterpret_cast<std::uintptr_t>(x) % 16 == 0) {
+    const std::int64_t chunks = n / 4;
+    for (std::int64_t i = first; i < chunks; i += stride) m = max_abs_bits(m, reinterpret_cast<const float4*>(x)[i]);
+    scalar_from = 4 * chunks;
+  }
+  for (std::int64_t i = scalar_from + first; i < n; i += stride) m = max(m, abs_bits(x[i]));
   for (int offset = 16; offset > 0; offset /= 2) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, offset));
   if (threadIdx.x % 32 == 0) atomicMax(amax_bits, m);
+}
+
+// nvfp4:4over6 on 1 x 16 tiles, one thread per tile: the tile's 16 values are loaded once
+// (float4 when `vector`: cols % 4 == 0 and x 16-byte aligned, so no chunk straddles a row or
+// a tile), its amax taken from them, and four_over_six::quantize_block (the CPU's function)
+// run on the copy in the thread's own memory; the codes go out as bytes. A ragged last tile
+// holds its c1 - c0 < 16 values, as on the CPU.
+template <bool vector>
+__global__ void four_over_six_tile_kernel(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t tiles_per_row,
+                                          const unsigned* tensor_amax_bits, float* scales, std::uint8_t* codes) {
+  constexpr int kTile = four_over_six::kBlock;
+  const std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (t >= rows * tiles_per_row) return;
+  const std::int64_t row = t / tiles_per_row, c0 = (t % tiles_per_row) * kTile;
+  const int width = static_cast<int>(min(static_cast<std::int64_t>(kTile), cols - c0));
+  const float* in = x + row * cols + c0;
+  float v[kTile];
+  unsigned amax = 0;
+  if (vector && width == kTile) {
+#pragma unroll
+    for (int k = 0; k < kTile / 4; ++k) {
+      const float4 chunk = reinterpret_cast<const float4*>(in)[k];
+      v[4 * k] = chunk.x, v[4 * k + 1] = chunk.y, v[4 * k + 2] = chunk.z, v[4 * k + 3] = chunk.w;
+      amax = max_abs_bits(amax, chunk);
+    }
+  } else {
+    for (int k = 0; k < width; ++k) {
+      v[k] = in[k];
+      amax = max(amax, abs_bits(v[k]));
+    }
+  }
+  std::uint8_t q[kTile];
+  const float tensor_amax = float_from_bits(*tensor_amax_bits);
+  scales[t] = four_over_six::quantize_block(v, q, kTile, 0, 1, 0, width, float_from_bits(amax), tensor_amax,
+                                            tensor_scale_of(tensor_amax_bits, ScaleRule::nvfp4_4over6, element_traits_of<E2M1>()));
+  std::uint8_t* out = codes + row * cols + c0;
+  for (int k = 0; k < width; ++k) out[k] = q[k];
 }
 
 // One warp per 1 x (128 V) tile: lane l holds float4 chunks l, l + 32, ... of the tile.
