@@ -12,20 +12,14 @@
 #include <string>
 
 #include "kernels/block_scaled_mma.hpp"
+#include "kernels/cpu/cpu_isa.hpp"
+#include "kernels/cpu/gemm_block_scaled_terms.hpp"
 #include "kernels/cpu/gemm_microtile.hpp"  // stored_output
 
 namespace fp8lab::cpu {
 namespace {
 
-// 2^e as a double, for e in the normal range [-1022, 1023] (built from its bits: exact, fast).
-double pow2(int e) { return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52); }
-
-// floor(log2 |v|) of a nonzero finite float, exact (subnormals included).
-int floor_log2(float v) {
-  int e = 0;
-  std::frexp(v, &e);
-  return e - 1;
-}
+using namespace detail::block_scaled;
 
 // One operand row as the instructions read it: each element's value and exponent (its
 // format's subnormal exponent at least), K zero-padded; per hardware scale block the scale
@@ -36,6 +30,7 @@ struct OperandRows {
   std::vector<std::int16_t> exponent;
   std::vector<double> scale_sig;     // rows x blocks
   std::vector<int> scale_exp;
+  bool finite = true;                // every element value finite (the AVX2 steps need it)
 };
 
 OperandRows prepare(const QuantizedTensor& q, const std::vector<std::int64_t>& selection, std::int64_t padded_k,
@@ -57,6 +52,7 @@ OperandRows prepare(const QuantizedTensor& q, const std::vector<std::int64_t>& s
         const float v = decode<F>(q.codes[static_cast<std::size_t>(r * q.cols + k)]);
         const auto at = static_cast<std::size_t>(i * padded_k + k);
         o.value[at] = v;
+        o.finite = o.finite && std::isfinite(v);
         o.exponent[at] = static_cast<std::int16_t>(v == 0.0f ? 0 : std::max(floor_log2(v), kSubnormalExponent));
       }
       for (std::int64_t blk = 0; blk < o.blocks; ++blk) {
@@ -80,33 +76,6 @@ OperandRows prepare(const QuantizedTensor& q, const std::vector<std::int64_t>& s
     }
   });
   return o;
-}
-
-// The truncated sum S * 2^(E - F) rounded toward zero to FP32: subnormals kept, an overflow
-// is inf, a zero is +0 (MMA-Sim's RZ-FP32 output).
-float round_toward_zero_fp32(double v) {
-  const double magnitude = std::fabs(v);
-  float r = 0.0f;
-  if (magnitude >= 0x1p128) {
-    r = std::numeric_limits<float>::infinity();
-  } else if (magnitude < 0x1p-126) {
-    r = static_cast<float>(std::trunc(magnitude * 0x1p149) * 0x1p-149);
-  } else {  // keep the 24 leading significant bits of the 53
-    r = static_cast<float>(std::bit_cast<double>(std::bit_cast<std::uint64_t>(magnitude) & ~((std::uint64_t{1} << 29) - 1)));
-  }
-  if (r == 0.0f) return 0.0f;
-  return v < 0 ? -r : r;
-}
-
-// x truncated toward zero, as an integer: exact for |x| < 2^63 (every term here is below 2^48:
-// a product or group term is at most 4 (2304 for a group) times 2^F in units of 2^(E - F)),
-// and one conversion instead of a libm trunc on CPUs without SSE4.1's roundsd.
-std::int64_t truncated(double x) { return static_cast<std::int64_t>(x); }
-
-// The accumulator's exponent as a term: FP32 exponent, -126 for subnormals, zero_exponent for 0.
-int accumulator_exponent(float c, int zero_exponent) {
-  if (c == 0.0f) return zero_exponent;
-  return std::max(floor_log2(c), -126);
 }
 
 // kind::mxf8f6f4: one instruction of `depth` products sharing one scale pair.
@@ -165,6 +134,10 @@ std::vector<float> gemm_block_scaled(const QuantizedTensor& a, const QuantizedTe
   const float alpha = block_scaled_alpha(a, b);
   const bool bf16 = config.output == OutputType::bf16;
   const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  // The AVX2 steps (same bits) on an AVX2 CPU, for finite operands; FP8LAB_CPU_ISA=scalar keeps
+  // the scalar ones, which the tests compare them with.
+  const bool vector_steps = active_cpu_isa() != CpuIsa::scalar && pa.finite && pb.finite && mma.depth % 8 == 0 &&
+                            (mma.kind == BlockScaledKind::mxf8f6f4 || mma.group % 8 == 0);
   std::vector<float> out(static_cast<std::size_t>(rows * cols));
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
   for (std::int64_t i = 0; i < rows; ++i) {
@@ -176,15 +149,19 @@ std::vector<float> gemm_block_scaled(const QuantizedTensor& a, const QuantizedTe
       const std::int16_t* eb = &pb.exponent[static_cast<std::size_t>(j * plan.padded_k)];
       const std::size_t sb = static_cast<std::size_t>(j * pb.blocks);
       float c = 0.0f;
-      for (std::int64_t t = 0; t < instructions; ++t) {
-        const std::int64_t k0 = t * mma.depth, blk = t * blocks_per_instruction;
-        if (mma.kind == BlockScaledKind::mxf8f6f4)
-          c = mxf8f6f4_step(c, va + k0, ea + k0, vb + k0, eb + k0,
-                            pa.scale_exp[sa + static_cast<std::size_t>(blk)] + pb.scale_exp[sb + static_cast<std::size_t>(blk)], mma);
-        else
-          c = mxf4nvf4_step(c, va + k0, vb + k0, &pa.scale_sig[sa + static_cast<std::size_t>(blk)],
-                            &pa.scale_exp[sa + static_cast<std::size_t>(blk)], &pb.scale_sig[sb + static_cast<std::size_t>(blk)],
-                            &pb.scale_exp[sb + static_cast<std::size_t>(blk)], mma);
+      if (vector_steps) {
+        c = block_scaled_dot_avx2({va, ea, &pa.scale_sig[sa], &pa.scale_exp[sa]}, {vb, eb, &pb.scale_sig[sb], &pb.scale_exp[sb]},
+                                  instructions, blocks_per_instruction, mma);
+      } else {
+        for (std::int64_t t = 0; t < instructions; ++t) {
+          const std::int64_t k0 = t * mma.depth, blk = t * blocks_per_instruction;
+          const auto at_a = sa + static_cast<std::size_t>(blk), at_b = sb + static_cast<std::size_t>(blk);
+          if (mma.kind == BlockScaledKind::mxf8f6f4)
+            c = mxf8f6f4_step(c, va + k0, ea + k0, vb + k0, eb + k0, pa.scale_exp[at_a] + pb.scale_exp[at_b], mma);
+          else
+            c = mxf4nvf4_step(c, va + k0, vb + k0, &pa.scale_sig[at_a], &pa.scale_exp[at_a], &pb.scale_sig[at_b],
+                              &pb.scale_exp[at_b], mma);
+        }
       }
       out[static_cast<std::size_t>(i * cols + j)] = detail::stored_output(c * alpha, bf16);
     }

@@ -1,5 +1,6 @@
 // Speed of the CPU FP8 GEMM emulation on a 2048 x 2048 x 2048 problem (A 1x128 tiles, B
-// 128x128 blocks, E4M3, N_C = 128; the Hopper, fp32 and B200 accumulation models), all cores, next to Eigen's FP32 and FP64 GEMMs of the
+// 128x128 blocks, E4M3, N_C = 128; the Hopper, fp32 and B200 accumulation models; and the
+// block-scaled MMA's MXFP8 and NVFP4, below), all cores, next to Eigen's FP32 and FP64 GEMMs of the
 // same size in the same run (Eigen built with OpenMP, so it uses all cores too).
 // Targets (issue 10): hopper >= 0.3 x Eigen FP32 and fp32 model >= 0.3 x Eigen FP32, on AVX2
 // and AVX-512 machines (issue 3 had asked 0.5 for the fp32 model against an AVX2 Eigen). The
@@ -60,6 +61,28 @@ void BM_Fp8GemmFp32Nc128(benchmark::State& state) { run_fp8(state, "fp32"); }
 // FP32 micro-tiles, so the floor micro-tile in FP64 lanes runs it (FP8LAB_CPU_ISA=scalar: the
 // scalar definition, what ran before that tile).
 void BM_Fp8GemmB200Nc128(benchmark::State& state) { run_fp8(state, "bits:25,depth:32,round:rz"); }
+
+// Blackwell's block-scaled MMA (`--accum b200`, gemm_block_scaled.cpp) on the same size: MXFP8
+// (E4M3, 1x32 tiles on both operands, mx:rceil: kind::mxf8f6f4) and NVFP4 (E2M1, 1x16 tiles and
+// 16x16 blocks, TE's nvfp4 rule: kind::mxf4nvf4), as the mxfp8 and nvfp4 recipes run every
+// GEMM. FP8LAB_CPU_ISA=scalar runs the scalar instruction steps, the AVX2 steps' oracle.
+void run_block_scaled(benchmark::State& state, fp8lab::ElementFormat format, fp8lab::Granularity ga,
+                      fp8lab::Granularity gb, fp8lab::ScaleRule rule) {
+  using namespace fp8lab;
+  const QuantizedTensor a = cpu::quantize(gaussian(kM * kK, 1), kM, kK, {format, ga, rule});
+  const QuantizedTensor b = cpu::quantize(gaussian(kN * kK, 2), kN, kK, {format, gb, rule});
+  const GemmConfig config{AccumulationModel::parse("b200"), PromotionInterval::parse("never"), OutputType::fp32};
+  for (auto _ : state) benchmark::DoNotOptimize(cpu::gemm_nt(a, b, config));
+  set_flops(state);
+}
+void BM_BlockScaledGemmMxfp8(benchmark::State& state) {
+  using namespace fp8lab;
+  run_block_scaled(state, Fp8Format::e4m3, Granularity::tile(32), Granularity::tile(32), ScaleRule::mx_rceil);
+}
+void BM_BlockScaledGemmNvfp4(benchmark::State& state) {
+  using namespace fp8lab;
+  run_block_scaled(state, ElementFormat::Kind::e2m1, Granularity::tile(16), Granularity::block(16), ScaleRule::nvfp4);
+}
 
 // Eigen's FP32 GEMM from its AVX-512 copy where the run uses AVX-512 (see the file comment).
 bool eigen_fp32_from_avx512_copy() { return fp8lab::cpu::active_cpu_isa() == fp8lab::cpu::CpuIsa::avx512; }
@@ -127,6 +150,8 @@ BENCHMARK(BM_EigenGemmFp64)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Fp8GemmHopperNc128)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Fp8GemmFp32Nc128)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Fp8GemmB200Nc128)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_BlockScaledGemmMxfp8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_BlockScaledGemmNvfp4)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
@@ -139,5 +164,7 @@ int main(int argc, char** argv) {
                                         {{"BM_Fp8GemmHopperNc128", "BM_EigenGemmFp32", "hopper N_C=128 vs Eigen FP32"},
                                          {"BM_Fp8GemmFp32Nc128", "BM_EigenGemmFp32", "fp32 model N_C=128 vs Eigen FP32"},
                                          {"BM_Fp8GemmB200Nc128", "BM_Fp8GemmHopperNc128", "b200 N_C=128 vs hopper N_C=128"},
+                                         {"BM_BlockScaledGemmMxfp8", "BM_Fp8GemmHopperNc128", "mxfp8 block-scaled vs hopper N_C=128"},
+                                         {"BM_BlockScaledGemmNvfp4", "BM_Fp8GemmHopperNc128", "nvfp4 block-scaled vs hopper N_C=128"},
                                          {"BM_EigenGemmFp64", "BM_EigenGemmFp32", "Eigen FP64 vs Eigen FP32"}});
 }
