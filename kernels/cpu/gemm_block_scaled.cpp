@@ -30,7 +30,6 @@ struct OperandRows {
   std::vector<std::int16_t> exponent;
   std::vector<double> scale_sig;     // rows x blocks
   std::vector<int> scale_exp;
-  bool finite = true;                // every element value finite (the AVX2 steps need it)
 };
 
 OperandRows prepare(const QuantizedTensor& q, const std::vector<std::int64_t>& selection, std::int64_t padded_k,
@@ -51,8 +50,12 @@ OperandRows prepare(const QuantizedTensor& q, const std::vector<std::int64_t>& s
       for (std::int64_t k = 0; k < q.cols; ++k) {
         const float v = decode<F>(q.codes[static_cast<std::size_t>(r * q.cols + k)]);
         const auto at = static_cast<std::size_t>(i * padded_k + k);
+        if (!std::isfinite(v))  // the truncations below are integer conversions: no NaN or inf may reach them
+          throw std::invalid_argument(std::string("--accum b200: ") + name + "'s element at row " + std::to_string(r) +
+                                      ", K " + std::to_string(k) + " is " + (std::isnan(v) ? "NaN" : "inf") +
+                                      " (code " + std::to_string(q.codes[static_cast<std::size_t>(r * q.cols + k)]) +
+                                      "): the block-scaled MMA emulation takes finite operands");
         o.value[at] = v;
-        o.finite = o.finite && std::isfinite(v);
         o.exponent[at] = static_cast<std::int16_t>(v == 0.0f ? 0 : std::max(floor_log2(v), kSubnormalExponent));
       }
       for (std::int64_t blk = 0; blk < o.blocks; ++blk) {
@@ -68,6 +71,10 @@ OperandRows prepare(const QuantizedTensor& q, const std::vector<std::int64_t>& s
           o.scale_sig[at] = 1.0;
           o.scale_exp[at] = e;
         } else {  // an E4M3 value >= 0, normalized with E4M3's subnormal exponent -6
+          if (!(s >= 0.0f && s <= 448.0f))
+            throw std::invalid_argument(std::string("--accum b200: ") + name + "'s scale " + std::to_string(s) + " (row " +
+                                        std::to_string(r) + ", K block " + std::to_string(blk) +
+                                        ") is no E4M3 block scale (a value in [0, 448])");
           const int e = s == 0.0f ? -6 : std::max(floor_log2(s), -6);
           o.scale_sig[at] = static_cast<double>(s) * pow2(-e);
           o.scale_exp[at] = e;
@@ -134,10 +141,10 @@ std::vector<float> gemm_block_scaled(const QuantizedTensor& a, const QuantizedTe
   const float alpha = block_scaled_alpha(a, b);
   const bool bf16 = config.output == OutputType::bf16;
   const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
-  // The AVX2 steps (same bits) on an AVX2 CPU, for finite operands; FP8LAB_CPU_ISA=scalar keeps
-  // the scalar ones, which the tests compare them with.
-  const bool vector_steps = active_cpu_isa() != CpuIsa::scalar && pa.finite && pb.finite && mma.depth % 8 == 0 &&
-                            (mma.kind == BlockScaledKind::mxf8f6f4 || mma.group % 8 == 0);
+  // The AVX2 steps (same bits) on an AVX2 CPU; FP8LAB_CPU_ISA=scalar keeps the scalar ones,
+  // which the tests run beside them (every MMA here has depth 32 or 64 and groups of 16).
+  const bool vector_steps = active_cpu_isa() != CpuIsa::scalar && mma.depth % 8 == 0 && mma.depth <= 64 &&
+                            (mma.kind == BlockScaledKind::mxf8f6f4 || (mma.group % 8 == 0 && mma.depth / mma.group <= 8));
   std::vector<float> out(static_cast<std::size_t>(rows * cols));
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
   for (std::int64_t i = 0; i < rows; ++i) {

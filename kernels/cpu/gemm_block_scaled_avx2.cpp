@@ -6,7 +6,7 @@
 //                   trunc(a_k b_k 2^(x + F - E)) in FP64 lanes (vroundpd toward zero), summed
 //                   in FP64;
 //   kind::mxf4nvf4  each group's exact sum p_g of 16 products in FP32 lanes (at most 16
-//                   multiples of 2^-2 below 36: 12 significant bits at most), then the scalar
+//                   multiples of 2^-2, each at most 36 = 6 x 6: 12 significant bits at most), then the scalar
 //                   step's alignment of the few group terms.
 #include <immintrin.h>
 
@@ -38,7 +38,7 @@ FP8LAB_TARGET_AVX2 inline float hsum_ps(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-FP8LAB_TARGET_AVX2 inline float mxf8f6f4_step(float c, const float* va, const std::int16_t* ea, const float* vb,
+FP8LAB_TARGET_AVX2 inline float mxf8f6f4_step_avx2(float c, const float* va, const std::int16_t* ea, const float* vb,
                                             const std::int16_t* eb, int scale_exponent, const BlockScaledMma& mma) {
   if (!std::isfinite(c)) return c;  // as the scalar step
   alignas(32) float product[64];
@@ -70,7 +70,7 @@ FP8LAB_TARGET_AVX2 inline float mxf8f6f4_step(float c, const float* va, const st
   return round_toward_zero_fp32(total * pow2(E - mma.fraction_bits));
 }
 
-FP8LAB_TARGET_AVX2 inline float mxf4nvf4_step(float c, const float* va, const float* vb, const double* sig_a, const int* exp_a,
+FP8LAB_TARGET_AVX2 inline float mxf4nvf4_step_avx2(float c, const float* va, const float* vb, const double* sig_a, const int* exp_a,
                                             const double* sig_b, const int* exp_b, const BlockScaledMma& mma) {
   if (!std::isfinite(c)) return c;
   const int groups = mma.depth / mma.group;
@@ -103,10 +103,10 @@ FP8LAB_TARGET_AVX2 float block_scaled_dot_avx2(const OperandView& a, const Opera
   for (std::int64_t t = 0; t < instructions; ++t) {
     const std::int64_t k0 = t * mma.depth, blk = t * blocks_per_instruction;
     if (mma.kind == BlockScaledKind::mxf8f6f4)
-      c = mxf8f6f4_step(c, a.value + k0, a.exponent + k0, b.value + k0, b.exponent + k0,
+      c = mxf8f6f4_step_avx2(c, a.value + k0, a.exponent + k0, b.value + k0, b.exponent + k0,
                         a.scale_exp[blk] + b.scale_exp[blk], mma);
     else
-      c = mxf4nvf4_step(c, a.value + k0, b.value + k0, a.scale_sig + blk, a.scale_exp + blk, b.scale_sig + blk,
+      c = mxf4nvf4_step_avx2(c, a.value + k0, b.value + k0, a.scale_sig + blk, a.scale_exp + blk, b.scale_sig + blk,
                         b.scale_exp + blk, mma);
   }
   return c;

@@ -67,8 +67,8 @@ struct OperandView {
 // [2^-32, 2^32]), each truncated term and every partial sum of them is an integer below 2^53 in
 // FP64, and a group's sum of 16 E2M1 products is a multiple of 2^-2 below 2^10, so the sums are
 // exact in any order and the result equals the scalar steps' bit for bit. Needs finite element
-// values (gemm_block_scaled checks), a depth that is a multiple of 8 and, for mxf4nvf4, a group
-// that is one too.
+// values (gemm_block_scaled refuses others), a depth that is a multiple of 8 and at most 64
+// and, for mxf4nvf4, groups that are multiples of 8, at most 8 of them.
 float block_scaled_dot_avx2(const OperandView& a, const OperandView& b, std::int64_t instructions,
                             std::int64_t blocks_per_instruction, const BlockScaledMma& mma);
 

@@ -11,7 +11,7 @@
 // loading its tile once; 16x16 blocks: after the segment amaxes, four_over_six_kernel).
 // Layout: x rows x cols row-major. One-pass paths (quantize_fast_paths.cuh) when cols % 4 == 0
 // and x is 16-byte aligned: 1xT tiles for T in {16, 32, 64, 128, 256, 512} and BxB blocks for
-// B in {16, 32, 64, 128}, x read once. General path for everything else: one CUDA block per
+// B in {16, 32, 64, 128}, x read once (nvfp4:4over6's 1x16 tile kernel: any shape). General path for everything else: one CUDA block per
 // (row, tile column) segment, so a 1xT tile is one block and a BxB block is B of them (B
 // atomics), per-row and per-tensor one block per row; x is read twice (amax, then encode).
 #include <stdexcept>
@@ -178,8 +178,8 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
   }
   const bool four_over_six = config.scale_rule == ScaleRule::nvfp4_4over6;
   if (four_over_six && g.tile_rows == 1) {  // 1 x 16 tiles: one pass after the tensor amax
-    const bool vector = cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0;
-    (vector ? four_over_six_tile_kernel<true> : four_over_six_tile_kernel<false>)<<<blocks_for(tiles), 256, 0, stream>>>(
+    const bool aligned = cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(d_x) % 16 == 0;
+    (aligned ? four_over_six_tile_kernel<true> : four_over_six_tile_kernel<false>)<<<blocks_for(tiles), 256, 0, stream>>>(
         d_x, rows, cols, g.scale_cols, tensor_amax_bits, d_scales, d_codes);
     FP8LAB_CUDA_CHECK(cudaGetLastError());
     return;

@@ -12,7 +12,8 @@
 //                                   ragged shapes: scalar loads then).
 // Element i = row * cols + c is encoded exactly as the general path and the CPU do it
 // (scaled_element, then encode or encode_stochastic with the draw of i), so the three agree
-// bit for bit. The two-level rules read the tensor's amax from *tensor_amax_bits (nullptr for
+// bit for bit; four_over_six_tile_kernel runs the CPU's own four_over_six::quantize_block, and
+// takes any cols (scalar loads where a tile's float4 would not be aligned). The two-level rules read the tensor's amax from *tensor_amax_bits (nullptr for
 // the one-level rules), which tensor_amax_kernel filled before.
 #include <cuda_fp8.h>
 
@@ -93,11 +94,11 @@ __global__ void tensor_amax_kernel(const float* x, std::int64_t n, unsigned* ama
 }
 
 // nvfp4:4over6 on 1 x 16 tiles, one thread per tile: the tile's 16 values are loaded once
-// (float4 when `vector`: cols % 4 == 0 and x 16-byte aligned, so no chunk straddles a row or
-// a tile), its amax taken from them, and four_over_six::quantize_block (the CPU's function)
+// (float4 when kAlignedLoads: cols % 4 == 0 and x 16-byte aligned, so no chunk straddles a
+// row or a tile), its amax taken from them, and four_over_six::quantize_block (the CPU's function)
 // run on the copy in the thread's own memory; the codes go out as bytes. A ragged last tile
 // holds its c1 - c0 < 16 values, as on the CPU.
-template <bool vector>
+template <bool kAlignedLoads>
 __global__ void four_over_six_tile_kernel(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t tiles_per_row,
                                           const unsigned* tensor_amax_bits, float* scales, std::uint8_t* codes) {
   constexpr int kTile = four_over_six::kBlock;
@@ -108,7 +109,7 @@ __global__ void four_over_six_tile_kernel(const float* x, std::int64_t rows, std
   const float* in = x + row * cols + c0;
   float v[kTile];
   unsigned amax = 0;
-  if (vector && width == kTile) {
+  if (kAlignedLoads && width == kTile) {
 #pragma unroll
     for (int k = 0; k < kTile / 4; ++k) {
       const float4 chunk = reinterpret_cast<const float4*>(in)[k];

@@ -74,8 +74,8 @@ TEST_CASE("gpu: cuda quantize is bit-identical to the CPU backend") {
 }
 
 TEST_CASE("gpu: cuda nvfp4:4over6 is bit-identical to the CPU backend (1x16 tiles, 16x16 blocks, nearest)") {
-  // Both shapes take the general path (4over6 has no one-pass kernel); 37x301 has ragged
-  // blocks in both directions.
+  // 1x16 tiles run four_over_six_tile_kernel, with float4 loads at 70x300 and scalar loads at
+  // 37x301; 16x16 blocks the general path. Both shapes end in ragged tiles and blocks.
   for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{70, 300}, {37, 301}})
     for (const test::NamedTensor& t : test::adversarial_tensors(rows, cols, 6.0f, test::midpoints(test::kE2M1Table)))
       for (const char* g : {"tile:1x16", "block:16x16"})
@@ -84,8 +84,8 @@ TEST_CASE("gpu: cuda nvfp4:4over6 is bit-identical to the CPU backend (1x16 tile
 }
 
 TEST_CASE("gpu: --backend cuda and auto quantize nvfp4:4over6 on the GPU, bit-identical to the CPU") {
-  // The CUDA backend refused the rule until the case above passed on silicon (H100, 2026-11-26);
-  // it now runs it, and auto (cuda + the CPU fallback) quantizes on the GPU too.
+  // The backends' own quantize, not only cuda::quantize: --backend cuda and auto (cuda with the
+  // CPU fallback) must run the rule on the GPU and give the CPU's bits.
   const auto tensors = test::adversarial_tensors(70, 300, 6.0f, test::midpoints(test::kE2M1Table));
   const QuantizeConfig config{ElementFormat::Kind::e2m1, Granularity::tile(16), ScaleRule::nvfp4_4over6};
   for (const char* name : {"cuda", "auto"}) {

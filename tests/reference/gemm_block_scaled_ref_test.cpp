@@ -6,11 +6,13 @@
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/block_scaled_mma.hpp"
+#include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/gemm_fp8_nt.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "reference/block_scaled_mma_ref.hpp"
@@ -55,6 +57,18 @@ std::vector<float> reference_out(const QuantizedTensor& a, const QuantizedTensor
   for (Eigen::Index i = 0; i < m.rows(); ++i)
     for (Eigen::Index j = 0; j < m.cols(); ++j) out[static_cast<std::size_t>(i * m.cols() + j)] = m(i, j);
   return out;
+}
+
+// gemm_nt on every instruction-step path this CPU can run: the scalar steps and, on AVX2 CPUs,
+// the AVX2 ones (gemm_block_scaled_avx2.cpp), each of which must give want's bits.
+template <class Check>
+void on_every_isa(Check check) {
+  for (int isa = 0; isa <= static_cast<int>(cpu::detected_cpu_isa()); ++isa) {
+    cpu::set_cpu_isa(static_cast<cpu::CpuIsa>(isa));
+    INFO(cpu::cpu_isa_name(static_cast<cpu::CpuIsa>(isa)) << " instruction steps");
+    check();
+  }
+  cpu::set_cpu_isa(cpu::detected_cpu_isa());
 }
 
 std::size_t bit_mismatches(const std::vector<float>& x, const std::vector<float>& y) {
@@ -115,8 +129,8 @@ TEST_CASE("b200 block-scaled GEMM: emulation equals the integer reference on qua
         for (const OutputType output : {OutputType::fp32, OutputType::bf16}) {
           const GemmConfig config{kB200.accumulation, kB200.promotion, output};
           INFO(s.name << ", K = " << k << ", input kind " << kind << ", " << output_type_name(output));
-          const std::vector<float> got = cpu::gemm_nt(a, b, config);
-          CHECK(bit_mismatches(got, reference_out(a, b, output)) == 0);
+          const std::vector<float> want = reference_out(a, b, output);
+          on_every_isa([&] { CHECK(bit_mismatches(cpu::gemm_nt(a, b, config), want) == 0); });
         }
       }
 }
@@ -165,7 +179,8 @@ TEST_CASE("b200 block-scaled GEMM: emulation equals the reference at the corners
         q->tensor_amax = 1000.0f;
       }
       INFO((fp4 ? "e2m1 " : "e4m3 ") << scale_rule_name(rule) << ", trial " << trial);
-      CHECK(bit_mismatches(cpu::gemm_nt(a, b, kB200), reference_out(a, b, OutputType::fp32)) == 0);
+      const std::vector<float> want = reference_out(a, b, OutputType::fp32);
+      on_every_isa([&] { CHECK(bit_mismatches(cpu::gemm_nt(a, b, kB200), want) == 0); });
     }
 }
 
@@ -202,7 +217,43 @@ TEST_CASE("b200 kind::mxf8f6f4 by hand: a zero product aligns at exponent -133")
   }
   a.scales = {0x1p-76f};
   b.scales = {0x1p-76f};
-  CHECK(std::bit_cast<std::uint32_t>(cpu::gemm_nt(a, b, kB200)[0]) == 5u);  // 5 x 2^-149: FP32 subnormal bits 5
+  on_every_isa([&] { CHECK(std::bit_cast<std::uint32_t>(cpu::gemm_nt(a, b, kB200)[0]) == 5u); });  // 5 x 2^-149
+}
+
+// The case above cannot tell -133 from no zero exponent at all (E = -152 alone gives the same
+// 5 x 2^-149). Here it can: 31 products 1.125 x 1.875 = 2.109375 (= 135 x 2^-6) with scales
+// 2^-77 x 2^-78 (exponent -155), one zero product, c = 0. Both zeros sit at -133: E = -133, each
+// term trunc(2.109375 x 2^-155 / 2^-158) = trunc(16.875) = 16, 31 x 16 = 496 units of 2^-158,
+// below FP32's quantum 2^-149 (512 units): +0. Without a zero exponent: E = -155, every term
+// exact, the sum 65.390625 x 2^-155 = 1.0217 x 2^-149 truncates to 2^-149: bits 1. (A nonzero c
+// has an exponent of at least -126, above -133, so the zero exponent only ever decides through
+// c = 0, as here, and a zero product's -133 never changes E beyond c's.)
+TEST_CASE("b200 kind::mxf8f6f4 by hand: the zero product's exponent truncates tiny terms to +0") {
+  QuantizedTensor a = make_quantized_tensor(1, 32, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
+  QuantizedTensor b = make_quantized_tensor(1, 32, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
+  for (int k = 1; k < 32; ++k) {
+    a.codes[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(encode<E4M3>(1.125f));
+    b.codes[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(encode<E4M3>(1.875f));
+  }
+  a.scales = {0x1p-77f};
+  b.scales = {0x1p-78f};
+  CHECK(bit_mismatches({0.0f}, reference_out(a, b, OutputType::fp32)) == 0);
+  on_every_isa([&] { CHECK(std::bit_cast<std::uint32_t>(cpu::gemm_nt(a, b, kB200)[0]) == 0u); });
+}
+
+// An instruction of zero products under huge scales leaves the accumulator alone: its terms'
+// exponent is the zero exponent -133, not 0 + 0 + 200. K = 64: instruction 1 gives c = 1 (1 x 1,
+// scales 1); instruction 2 has only zero codes, scales 2^100 x 2^100: E = max(0 (c), -133) = 0
+// and c stays 1. Were the scales added to a zero's exponent, E = 67 would truncate c to 0.
+TEST_CASE("b200 kind::mxf8f6f4 by hand: zero products under large scales keep the accumulator") {
+  QuantizedTensor a = make_quantized_tensor(1, 64, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
+  QuantizedTensor b = make_quantized_tensor(1, 64, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
+  a.codes[0] = encode<E4M3>(1.0f, Saturation::satfinite);
+  b.codes[0] = encode<E4M3>(1.0f, Saturation::satfinite);
+  a.scales = {1.0f, 0x1p100f};
+  b.scales = {1.0f, 0x1p100f};
+  CHECK(bit_mismatches({1.0f}, reference_out(a, b, OutputType::fp32)) == 0);
+  on_every_isa([&] { CHECK(cpu::gemm_nt(a, b, kB200)[0] == 1.0f); });
 }
 
 // kind::mxf4nvf4 sums groups of 16 exactly and aligns the groups to the largest scale
@@ -246,6 +297,18 @@ TEST_CASE("b200 refuses what the block-scaled MMA cannot take, naming why") {
   CHECK_NOTHROW(plan_gemm(nv, nv, kB200));
   // Hopper's promoted GEMM still refuses FP4 (no wgmma kind takes it).
   CHECK_THROWS_WITH(plan_gemm(nv, nv, {}), Catch::Contains("e2m1"));
+  // NaN and inf codes (which no quantizer writes, a code file can hold): refused by name, on
+  // every step path, before any truncation sees them; likewise an E4M3 block scale past 448.
+  QuantizedTensor nan_code = mx, inf_code = q(Fp8Format::e5m2, "tile:1x32", ScaleRule::mx);
+  nan_code.codes[70] = 0x7F;  // E4M3 NaN at row 1, K 6
+  inf_code.codes[3] = 0x7C;   // E5M2 +inf at row 0, K 3
+  QuantizedTensor bad_scale = nv;
+  bad_scale.scales[5] = std::numeric_limits<float>::quiet_NaN();
+  on_every_isa([&] {
+    CHECK_THROWS_WITH(cpu::gemm_nt(nan_code, mx, kB200), Catch::Contains("A's element at row 1, K 6 is NaN"));
+    CHECK_THROWS_WITH(cpu::gemm_nt(inf_code, inf_code, kB200), Catch::Contains("row 0, K 3 is inf"));
+    CHECK_THROWS_WITH(cpu::gemm_nt(nv, bad_scale, kB200), Catch::Contains("B's scale nan"));
+  });
 }
 
 }  // namespace

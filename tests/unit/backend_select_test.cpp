@@ -131,6 +131,19 @@ TEST_CASE("backend fallback: points the primary refuses go to the CPU, recorded 
   CHECK(backend->gemm_nt(a, b, fp32, {}) == cpu::gemm_nt(a, b, fp32));
 }
 
+TEST_CASE("backend fallback: every scale rule is quantized on the primary, nvfp4:4over6 included") {
+  // The CUDA backend once refused nvfp4:4over6 and the fallback sent it to the CPU; since its
+  // kernel passed the GPU tests, the primary quantizes every rule.
+  auto primary = std::make_unique<HopperOnlyBackend>();
+  HopperOnlyBackend* fake = primary.get();
+  const auto backend = with_fallback(std::move(primary), select_backend("cpu", true));
+  const SmallGemm data;
+  const QuantizeConfig four_over_six{ElementFormat::Kind::e2m1, Granularity::tile(16), ScaleRule::nvfp4_4over6};
+  const QuantizedTensor q = backend->quantize(data.x, 8, 64, four_over_six);
+  CHECK(fake->quantized == 1);
+  CHECK(q.codes == cpu::quantize(data.x, 8, 64, four_over_six).codes);
+}
+
 TEST_CASE("backend fallback: a primary with no GEMMs at all hands every GEMM on") {
   const auto backend = with_fallback(std::make_unique<HopperOnlyBackend>("no tensor cores here"), select_backend("cpu", true));
   CHECK(backend->gemm_unavailable_reason().empty());
