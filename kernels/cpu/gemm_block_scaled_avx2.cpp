@@ -38,6 +38,11 @@ FP8LAB_TARGET_AVX2 inline float hsum_ps(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
+// trunc(p * unit) for 4 products p: exact (a power-of-two scaling of an exact product, then trunc).
+FP8LAB_TARGET_AVX2 inline __m256d truncated_terms(const float* product, __m256d unit) {
+  return _mm256_round_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm_load_ps(product)), unit), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+}
+
 FP8LAB_TARGET_AVX2 inline float mxf8f6f4_step_avx2(float c, const float* va, const std::int16_t* ea, const float* vb,
                                             const std::int16_t* eb, int scale_exponent, const BlockScaledMma& mma) {
   if (!std::isfinite(c)) return c;  // as the scalar step
@@ -56,14 +61,10 @@ FP8LAB_TARGET_AVX2 inline float mxf8f6f4_step_avx2(float c, const float* va, con
   }
   const int E = hmax_epi32(e_max) + scale_exponent;
   const __m256d unit = _mm256_set1_pd(pow2(scale_exponent + mma.fraction_bits - E));
-  const auto truncated_term = [&](int k) {  // exact: a power-of-two scaling, then trunc
-    return _mm256_round_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm_load_ps(product + k)), unit),
-                           _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  };
   __m256d sum0 = _mm256_setzero_pd(), sum1 = sum0;  // two chains: exact sums, any order
   for (int k = 0; k < mma.depth; k += 8) {
-    sum0 = _mm256_add_pd(sum0, truncated_term(k));
-    sum1 = _mm256_add_pd(sum1, truncated_term(k + 4));
+    sum0 = _mm256_add_pd(sum0, truncated_terms(product + k, unit));
+    sum1 = _mm256_add_pd(sum1, truncated_terms(product + k + 4, unit));
   }
   const double total = static_cast<double>(truncated(static_cast<double>(c) * pow2(mma.fraction_bits - E))) +
                        hsum_pd(_mm256_add_pd(sum0, sum1));

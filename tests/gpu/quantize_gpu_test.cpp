@@ -4,6 +4,8 @@
 // (cols % 4 == 0) and one that only the general path takes; the transposed re-quantization
 // too. (Label gpu: skipped without a device.)
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "harness/backend_select.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cpu/requantize_transposed.hpp"
+#include "kernels/cuda/device_array.hpp"
 #include "kernels/cuda/quantize_cuda.hpp"
 #include "tests/support/adversarial_tensors.hpp"
 #include "tests/support/format_points.hpp"
@@ -100,6 +103,42 @@ TEST_CASE("gpu: --backend cuda and auto quantize nvfp4:4over6 on the GPU, bit-id
       CHECK(scale_mismatches == 0);
       CHECK(float_bits(cpu.tensor_scale.encode) == float_bits(gpu.tensor_scale.encode));
     }
+  }
+}
+
+TEST_CASE("gpu: the two-level rules' tensor amax sees the last element, on aligned and unaligned inputs") {
+  // tensor_amax_kernel reads float4 chunks and then the n % 4 tail (scalar loads throughout when
+  // x is not 16-byte aligned): the tensor's one largest value sits in the last element, of a
+  // 37 x 301 tensor (n % 4 = 1), so a tail the kernel skipped or misplaced changes every scale.
+  // quantize() hands the kernels a cudaMalloc pointer (aligned); the second run starts x one
+  // float in, which only quantize_device can be given.
+  constexpr std::int64_t rows = 37, cols = 301, n = rows * cols;
+  std::vector<float> x(static_cast<std::size_t>(n));
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  float top = 0.0f;
+  for (float& v : x) top = std::fmax(top, std::fabs(v = normal(rng)));
+  x.back() = -2.0f * top;
+  for (const ScaleRule rule : {ScaleRule::nvfp4, ScaleRule::nvfp4_4over6}) {
+    const QuantizeConfig config{ElementFormat::Kind::e2m1, Granularity::tile(16), rule};
+    INFO(scale_rule_name(rule));
+    check_same_as_cpu(x, rows, cols, config, std::string("e2m1 tile:1x16 ") + scale_rule_name(rule) + " aligned");
+    const QuantizedTensor cpu = cpu::quantize(x, rows, cols, config);
+    QuantizedTensor gpu = make_quantized_tensor(rows, cols, config);
+    cuda::DeviceArray<float> d_x(x.size() + 1), d_scales(gpu.scales.size());
+    cuda::DeviceArray<std::uint8_t> d_codes(gpu.codes.size());
+    cuda::DeviceArray<unsigned> d_amax(cuda::amax_workspace_slots(gpu));
+    FP8LAB_CUDA_CHECK(cudaMemcpy(d_x.get() + 1, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    cuda::quantize_device(d_x.get() + 1, rows, cols, config, d_codes.get(), d_scales.get(), d_amax.get(), nullptr);
+    unsigned amax_bits = 0;
+    FP8LAB_CUDA_CHECK(cudaMemcpy(gpu.codes.data(), d_codes.get(), gpu.codes.size(), cudaMemcpyDeviceToHost));
+    FP8LAB_CUDA_CHECK(cudaMemcpy(gpu.scales.data(), d_scales.get(), gpu.scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    FP8LAB_CUDA_CHECK(cudaMemcpy(&amax_bits, d_amax.get() + gpu.scales.size(), sizeof amax_bits, cudaMemcpyDeviceToHost));
+    CHECK(float_from_bits(amax_bits) == 2.0f * top);
+    CHECK(gpu.codes == cpu.codes);
+    std::size_t scale_mismatches = 0;
+    for (std::size_t i = 0; i < cpu.scales.size(); ++i) scale_mismatches += float_bits(cpu.scales[i]) != float_bits(gpu.scales[i]);
+    CHECK(scale_mismatches == 0);
   }
 }
 
