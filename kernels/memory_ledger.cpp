@@ -103,6 +103,11 @@ void MemoryLedger::begin_phase(std::string_view name) {
   phases_.push_back({std::string(name), live_, live_total_});
 }
 
+void MemoryLedger::clear_phases() {
+  std::lock_guard lock(mutex_);
+  phases_.clear();
+}
+
 std::vector<PhasePeaks> MemoryLedger::phases() const {
   std::lock_guard lock(mutex_);
   return phases_;

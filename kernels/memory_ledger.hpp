@@ -97,6 +97,10 @@ class MemoryLedger {
   // starting from the bytes live when it begins. Phases never nest; none is open at first.
   void begin_phase(std::string_view name);
   std::vector<PhasePeaks> phases() const;
+  // Forgets the phases recorded so far (the peaks stay): a caller that runs many steps on one
+  // ledger (a training run) would otherwise keep every step's phases, and each step's report
+  // would copy them all.
+  void clear_phases();
 
  private:
   friend class DeviceBuffer;

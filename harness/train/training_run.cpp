@@ -51,6 +51,7 @@ Sequences run_sequences(const ModelConfig& model, const LlamaWeights& weights, c
     input.delayed_scales = &delayed;
     input.attention = policy.attention;
     input.forward_only = !keep_gradients;  // validation: the loss alone
+    ledger.clear_phases();  // the run reads no phases; kept, they grew with every sequence
     StepResult r = run_training_step(input, recipe, policy, ledger);
     s.loss_sum += r.report.loss;
     s.peak_bytes = std::max(s.peak_bytes, r.report.peak_bytes_total);
@@ -284,12 +285,22 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
                         static_cast<double>(val_starts.size());
     }
     record.resident_peak_bytes = read_resident_set().peak_bytes;
+    // Validation and checkpoints allocate what no training step reuses (other batch shapes, the
+    // serialized run), which heap retention would keep resident. So the heap's free memory goes
+    // back after them: one trim every val_every / checkpoint_every steps, whose page faults the
+    // next step repays once.
+    const bool validated = !std::isnan(record.val_loss);
     result.steps.push_back(record);
     if (observer) observer(step, record);
-    if (last || checkpointing.file.empty()) continue;
+    if (last || checkpointing.file.empty()) {
+      if (validated) release_free_heap_memory();
+      continue;
+    }
     const bool stop = checkpointing.stop_requested && checkpointing.stop_requested();
-    if (stop || (checkpointing.every > 0 && (step + 1) % checkpointing.every == 0))
+    const bool checkpoint = stop || (checkpointing.every > 0 && (step + 1) % checkpointing.every == 0);
+    if (checkpoint)
       write_checkpoint(checkpointing.file, snapshot(checkpointing.identity, step + 1, result.steps, weights, state));
+    if (validated || checkpoint) release_free_heap_memory();
     if (stop) {
       result.stopped = true;
       return result;
