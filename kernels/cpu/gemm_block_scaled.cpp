@@ -105,27 +105,30 @@ float mxf8f6f4_step(float c, const float* va, const std::int16_t* ea, const floa
 float mxf4nvf4_step(float c, const float* va, const float* vb, const double* sig_a, const int* exp_a,
                     const double* sig_b, const int* exp_b, const BlockScaledMma& mma) {
   if (!std::isfinite(c)) return c;
-  const int groups = mma.depth / mma.group;
-  double term[8];
-  int exponent[8];
-  int e_max = accumulator_exponent(c, mma.zero_exponent);
-  for (int g = 0; g < groups; ++g) {
-    double p = 0.0;
-    bool all_zero = true;
+  double group_sum[8];
+  bool all_zero[8];
+  for (int g = 0; g < mma.depth / mma.group; ++g) {
+    group_sum[g] = 0.0;
+    all_zero[g] = true;
     for (int k = g * mma.group; k < (g + 1) * mma.group; ++k) {
       const double product = static_cast<double>(va[k]) * vb[k];
-      all_zero = all_zero && product == 0.0;
-      p += product;  // exact: multiples of 2^-2 below 2^10
+      all_zero[g] = all_zero[g] && product == 0.0;
+      group_sum[g] += product;  // exact: multiples of 2^-2 below 2^10
     }
-    const double scale_sig = sig_a[g] * sig_b[g];
-    term[g] = p * scale_sig;
-    exponent[g] = all_zero || scale_sig == 0.0 ? mma.zero_exponent : exp_a[g] + exp_b[g];
-    e_max = std::max(e_max, exponent[g]);
   }
-  std::int64_t sum = truncated(static_cast<double>(c) * pow2(mma.fraction_bits - e_max));
-  for (int g = 0; g < groups; ++g) sum += truncated(term[g] * pow2(exponent[g] + mma.fraction_bits - e_max));
-  return round_toward_zero_fp32(static_cast<double>(sum) * pow2(e_max - mma.fraction_bits));
+  return mxf4nvf4_align_groups(c, group_sum, all_zero, sig_a, exp_a, sig_b, exp_b, mma);
 }
+
+struct ScalarSteps {
+  static float mxf8f6f4(float c, const float* va, const std::int16_t* ea, const float* vb, const std::int16_t* eb,
+                        int scale_exponent, const BlockScaledMma& mma) {
+    return mxf8f6f4_step(c, va, ea, vb, eb, scale_exponent, mma);
+  }
+  static float mxf4nvf4(float c, const float* va, const float* vb, const double* sig_a, const int* exp_a,
+                        const double* sig_b, const int* exp_b, const BlockScaledMma& mma) {
+    return mxf4nvf4_step(c, va, vb, sig_a, exp_a, sig_b, exp_b, mma);
+  }
+};
 
 }  // namespace
 
@@ -155,21 +158,9 @@ std::vector<float> gemm_block_scaled(const QuantizedTensor& a, const QuantizedTe
       const float* vb = &pb.value[static_cast<std::size_t>(j * plan.padded_k)];
       const std::int16_t* eb = &pb.exponent[static_cast<std::size_t>(j * plan.padded_k)];
       const std::size_t sb = static_cast<std::size_t>(j * pb.blocks);
-      float c = 0.0f;
-      if (vector_steps) {
-        c = block_scaled_dot_avx2({va, ea, &pa.scale_sig[sa], &pa.scale_exp[sa]}, {vb, eb, &pb.scale_sig[sb], &pb.scale_exp[sb]},
-                                  instructions, blocks_per_instruction, mma);
-      } else {
-        for (std::int64_t t = 0; t < instructions; ++t) {
-          const std::int64_t k0 = t * mma.depth, blk = t * blocks_per_instruction;
-          const auto at_a = sa + static_cast<std::size_t>(blk), at_b = sb + static_cast<std::size_t>(blk);
-          if (mma.kind == BlockScaledKind::mxf8f6f4)
-            c = mxf8f6f4_step(c, va + k0, ea + k0, vb + k0, eb + k0, pa.scale_exp[at_a] + pb.scale_exp[at_b], mma);
-          else
-            c = mxf4nvf4_step(c, va + k0, vb + k0, &pa.scale_sig[at_a], &pa.scale_exp[at_a], &pb.scale_sig[at_b],
-                              &pb.scale_exp[at_b], mma);
-        }
-      }
+      const OperandView row{va, ea, &pa.scale_sig[sa], &pa.scale_exp[sa]}, col{vb, eb, &pb.scale_sig[sb], &pb.scale_exp[sb]};
+      const float c = vector_steps ? block_scaled_dot_avx2(row, col, instructions, blocks_per_instruction, mma)
+                                   : dot_over_instructions<ScalarSteps>(row, col, instructions, blocks_per_instruction, mma);
       out[static_cast<std::size_t>(i * cols + j)] = detail::stored_output(c * alpha, bf16);
     }
   }

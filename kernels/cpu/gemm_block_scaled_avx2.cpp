@@ -74,11 +74,9 @@ FP8LAB_TARGET_AVX2 inline float mxf8f6f4_step_avx2(float c, const float* va, con
 FP8LAB_TARGET_AVX2 inline float mxf4nvf4_step_avx2(float c, const float* va, const float* vb, const double* sig_a, const int* exp_a,
                                             const double* sig_b, const int* exp_b, const BlockScaledMma& mma) {
   if (!std::isfinite(c)) return c;
-  const int groups = mma.depth / mma.group;
-  double term[8];
-  int exponent[8];
-  int e_max = accumulator_exponent(c, mma.zero_exponent);
-  for (int g = 0; g < groups; ++g) {
+  double group_sum[8];
+  bool all_zero[8];
+  for (int g = 0; g < mma.depth / mma.group; ++g) {
     __m256 p = _mm256_setzero_ps();
     int nonzero_lanes = 0;
     for (int k = g * mma.group; k < (g + 1) * mma.group; k += 8) {
@@ -86,31 +84,28 @@ FP8LAB_TARGET_AVX2 inline float mxf4nvf4_step_avx2(float c, const float* va, con
       p = _mm256_add_ps(p, product);
       nonzero_lanes |= _mm256_movemask_ps(_mm256_cmp_ps(product, _mm256_setzero_ps(), _CMP_NEQ_UQ));
     }
-    const double scale_sig = sig_a[g] * sig_b[g];
-    term[g] = static_cast<double>(hsum_ps(p)) * scale_sig;
-    exponent[g] = nonzero_lanes == 0 || scale_sig == 0.0 ? mma.zero_exponent : exp_a[g] + exp_b[g];
-    e_max = std::max(e_max, exponent[g]);
+    group_sum[g] = static_cast<double>(hsum_ps(p));
+    all_zero[g] = nonzero_lanes == 0;
   }
-  std::int64_t sum = truncated(static_cast<double>(c) * pow2(mma.fraction_bits - e_max));
-  for (int g = 0; g < groups; ++g) sum += truncated(term[g] * pow2(exponent[g] + mma.fraction_bits - e_max));
-  return round_toward_zero_fp32(static_cast<double>(sum) * pow2(e_max - mma.fraction_bits));
+  return mxf4nvf4_align_groups(c, group_sum, all_zero, sig_a, exp_a, sig_b, exp_b, mma);
 }
+
+struct Avx2Steps {
+  FP8LAB_TARGET_AVX2 static float mxf8f6f4(float c, const float* va, const std::int16_t* ea, const float* vb,
+                                           const std::int16_t* eb, int scale_exponent, const BlockScaledMma& mma) {
+    return mxf8f6f4_step_avx2(c, va, ea, vb, eb, scale_exponent, mma);
+  }
+  FP8LAB_TARGET_AVX2 static float mxf4nvf4(float c, const float* va, const float* vb, const double* sig_a, const int* exp_a,
+                                           const double* sig_b, const int* exp_b, const BlockScaledMma& mma) {
+    return mxf4nvf4_step_avx2(c, va, vb, sig_a, exp_a, sig_b, exp_b, mma);
+  }
+};
 
 }  // namespace
 
 FP8LAB_TARGET_AVX2 float block_scaled_dot_avx2(const OperandView& a, const OperandView& b, std::int64_t instructions,
                                                std::int64_t blocks_per_instruction, const BlockScaledMma& mma) {
-  float c = 0.0f;
-  for (std::int64_t t = 0; t < instructions; ++t) {
-    const std::int64_t k0 = t * mma.depth, blk = t * blocks_per_instruction;
-    if (mma.kind == BlockScaledKind::mxf8f6f4)
-      c = mxf8f6f4_step_avx2(c, a.value + k0, a.exponent + k0, b.value + k0, b.exponent + k0,
-                        a.scale_exp[blk] + b.scale_exp[blk], mma);
-    else
-      c = mxf4nvf4_step_avx2(c, a.value + k0, b.value + k0, a.scale_sig + blk, a.scale_exp + blk, b.scale_sig + blk,
-                        b.scale_exp + blk, mma);
-  }
-  return c;
+  return dot_over_instructions<Avx2Steps>(a, b, instructions, blocks_per_instruction, mma);
 }
 
 }  // namespace fp8lab::cpu::detail::block_scaled

@@ -52,6 +52,28 @@ inline int accumulator_exponent(float c, int zero_exponent) {
   return std::max(biased - 127, -126);
 }
 
+// kind::mxf4nvf4's alignment, once each group's exact sum of products p_g and whether its
+// products were all zero are known (the scalar and the AVX2 steps form those differently): the
+// group terms p_g sig_s at exponents e_s (the zero exponent for an all-zero group or a zero
+// scale product), the accumulator c a term too, all truncated to F fraction bits of the largest
+// exponent, summed exactly and truncated to FP32. c must be finite (the steps return it first).
+inline float mxf4nvf4_align_groups(float c, const double* group_sum, const bool* all_zero, const double* sig_a,
+                                   const int* exp_a, const double* sig_b, const int* exp_b, const BlockScaledMma& mma) {
+  const int groups = mma.depth / mma.group;
+  double term[8];
+  int exponent[8];
+  int e_max = accumulator_exponent(c, mma.zero_exponent);
+  for (int g = 0; g < groups; ++g) {
+    const double scale_sig = sig_a[g] * sig_b[g];
+    term[g] = group_sum[g] * scale_sig;
+    exponent[g] = all_zero[g] || scale_sig == 0.0 ? mma.zero_exponent : exp_a[g] + exp_b[g];
+    e_max = std::max(e_max, exponent[g]);
+  }
+  std::int64_t sum = truncated(static_cast<double>(c) * pow2(mma.fraction_bits - e_max));
+  for (int g = 0; g < groups; ++g) sum += truncated(term[g] * pow2(exponent[g] + mma.fraction_bits - e_max));
+  return round_toward_zero_fp32(static_cast<double>(sum) * pow2(e_max - mma.fraction_bits));
+}
+
 // One output row's and column's operands as the instructions read them: element values and
 // exponents from the row's first K, the hardware scale blocks' significands and exponents.
 struct OperandView {
@@ -60,6 +82,25 @@ struct OperandView {
   const double* scale_sig;
   const int* scale_exp;
 };
+
+// One output: c over all instructions, each run by Steps::mxf8f6f4 or Steps::mxf4nvf4 (the
+// scalar steps, or the AVX2 ones, which block_scaled_dot_avx2 instantiates inside its own
+// AVX2 function so that they inline).
+template <class Steps>
+float dot_over_instructions(const OperandView& a, const OperandView& b, std::int64_t instructions,
+                            std::int64_t blocks_per_instruction, const BlockScaledMma& mma) {
+  float c = 0.0f;
+  for (std::int64_t t = 0; t < instructions; ++t) {
+    const std::int64_t k0 = t * mma.depth, blk = t * blocks_per_instruction;
+    if (mma.kind == BlockScaledKind::mxf8f6f4)
+      c = Steps::mxf8f6f4(c, a.value + k0, a.exponent + k0, b.value + k0, b.exponent + k0,
+                          a.scale_exp[blk] + b.scale_exp[blk], mma);
+    else
+      c = Steps::mxf4nvf4(c, a.value + k0, b.value + k0, a.scale_sig + blk, a.scale_exp + blk, b.scale_sig + blk,
+                          b.scale_exp + blk, mma);
+  }
+  return c;
+}
 
 // One output, c over all instructions, with the AVX2 steps (gemm_block_scaled_avx2.cpp): the
 // scalar steps' arithmetic with the products of 8 elements at a time. Each product of two
