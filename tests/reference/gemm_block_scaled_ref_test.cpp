@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/block_scaled_mma.hpp"
@@ -184,14 +185,32 @@ TEST_CASE("b200 block-scaled GEMM: emulation equals the reference at the corners
     }
 }
 
+// A 1 x k E4M3 operand under mx (a UE8M0 scale per 32 of K), every code 0: the hand cases below
+// set the codes and scales they need.
+QuantizedTensor mx_e4m3_row(std::int64_t k) {
+  return make_quantized_tensor(1, k, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
+}
+
+// One mxf8f6f4 instruction (K = 32): a zero product at k = 0, then 31 products x * y, under
+// the scales 2^scale_a and 2^scale_b.
+std::pair<QuantizedTensor, QuantizedTensor> zero_then_products(float x, float y, int scale_a, int scale_b) {
+  QuantizedTensor a = mx_e4m3_row(32), b = mx_e4m3_row(32);
+  for (std::size_t k = 1; k < 32; ++k) {
+    a.codes[k] = static_cast<std::uint8_t>(encode<E4M3>(x));
+    b.codes[k] = static_cast<std::uint8_t>(encode<E4M3>(y));
+  }
+  a.scales = {std::ldexp(1.0f, scale_a)};
+  b.scales = {std::ldexp(1.0f, scale_b)};
+  return {a, b};
+}
+
 // kind::mxf8f6f4 truncates every term to 25 fraction bits of the largest exponent before the
 // sum, then truncates the sum to FP32. K = 64: instruction 1 gives c = 1 (1 x 1, scales 1);
 // instruction 2 adds 1.5 x 2^-24 (A's element 1.5 with scale 2^-24, B's 1 with scale 1):
 // E = max(0 (c), 0 + 0 - 24) = 0, so the term in units of 2^-25 is trunc(3) = 3, and the sum
 // 1 + 3 x 2^-25 truncates to FP32's 1. An FP32 FMA would round 1 + 0.75 ulp up to 1 + 2^-23.
 TEST_CASE("b200 kind::mxf8f6f4 by hand: the sum is truncated, not rounded") {
-  QuantizedTensor a = make_quantized_tensor(1, 64, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
-  QuantizedTensor b = make_quantized_tensor(1, 64, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
+  QuantizedTensor a = mx_e4m3_row(64), b = mx_e4m3_row(64);
   a.codes[0] = encode<E4M3>(1.0f, Saturation::satfinite);
   b.codes[0] = encode<E4M3>(1.0f, Saturation::satfinite);
   a.codes[32] = encode<E4M3>(1.5f, Saturation::satfinite);
@@ -209,14 +228,7 @@ TEST_CASE("b200 kind::mxf8f6f4 by hand: the sum is truncated, not rounded") {
 // 2976 x 2^-158 = 5.8125 x 2^-149, truncated to FP32's quantum 2^-149: 5 x 2^-149. With the
 // zero at -126 every term would truncate to 0 (1.5 x 2^-152 < 2^-151) and the result be 0.
 TEST_CASE("b200 kind::mxf8f6f4 by hand: a zero product aligns at exponent -133") {
-  QuantizedTensor a = make_quantized_tensor(1, 32, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
-  QuantizedTensor b = make_quantized_tensor(1, 32, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
-  for (int k = 1; k < 32; ++k) {
-    a.codes[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(encode<E4M3>(1.5f));
-    b.codes[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(encode<E4M3>(1.0f));
-  }
-  a.scales = {0x1p-76f};
-  b.scales = {0x1p-76f};
+  const auto [a, b] = zero_then_products(1.5f, 1.0f, -76, -76);
   on_every_isa([&] { CHECK(std::bit_cast<std::uint32_t>(cpu::gemm_nt(a, b, kB200)[0]) == 5u); });  // 5 x 2^-149
 }
 
@@ -229,14 +241,7 @@ TEST_CASE("b200 kind::mxf8f6f4 by hand: a zero product aligns at exponent -133")
 // has an exponent of at least -126, above -133, so the zero exponent only ever decides through
 // c = 0, as here, and a zero product's -133 never changes E beyond c's.)
 TEST_CASE("b200 kind::mxf8f6f4 by hand: the zero product's exponent truncates tiny terms to +0") {
-  QuantizedTensor a = make_quantized_tensor(1, 32, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
-  QuantizedTensor b = make_quantized_tensor(1, 32, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
-  for (int k = 1; k < 32; ++k) {
-    a.codes[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(encode<E4M3>(1.125f));
-    b.codes[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(encode<E4M3>(1.875f));
-  }
-  a.scales = {0x1p-77f};
-  b.scales = {0x1p-78f};
+  const auto [a, b] = zero_then_products(1.125f, 1.875f, -77, -78);
   CHECK(bit_mismatches({0.0f}, reference_out(a, b, OutputType::fp32)) == 0);
   on_every_isa([&] { CHECK(std::bit_cast<std::uint32_t>(cpu::gemm_nt(a, b, kB200)[0]) == 0u); });
 }
@@ -246,8 +251,7 @@ TEST_CASE("b200 kind::mxf8f6f4 by hand: the zero product's exponent truncates ti
 // scales 1); instruction 2 has only zero codes, scales 2^100 x 2^100: E = max(0 (c), -133) = 0
 // and c stays 1. Were the scales added to a zero's exponent, E = 67 would truncate c to 0.
 TEST_CASE("b200 kind::mxf8f6f4 by hand: zero products under large scales keep the accumulator") {
-  QuantizedTensor a = make_quantized_tensor(1, 64, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
-  QuantizedTensor b = make_quantized_tensor(1, 64, {Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx});
+  QuantizedTensor a = mx_e4m3_row(64), b = mx_e4m3_row(64);
   a.codes[0] = encode<E4M3>(1.0f, Saturation::satfinite);
   b.codes[0] = encode<E4M3>(1.0f, Saturation::satfinite);
   a.scales = {1.0f, 0x1p100f};
