@@ -292,12 +292,10 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
     const bool validated = !std::isnan(record.val_loss);
     result.steps.push_back(record);
     if (observer) observer(step, record);
-    if (last || checkpointing.file.empty()) {
-      if (validated) release_free_heap_memory();
-      continue;
-    }
-    const bool stop = checkpointing.stop_requested && checkpointing.stop_requested();
-    const bool checkpoint = stop || (checkpointing.every > 0 && (step + 1) % checkpointing.every == 0);
+    const bool may_checkpoint = !last && !checkpointing.file.empty();
+    const bool stop = may_checkpoint && checkpointing.stop_requested && checkpointing.stop_requested();
+    const bool checkpoint =
+        may_checkpoint && (stop || (checkpointing.every > 0 && (step + 1) % checkpointing.every == 0));
     if (checkpoint)
       write_checkpoint(checkpointing.file, snapshot(checkpointing.identity, step + 1, result.steps, weights, state));
     if (validated || checkpoint) release_free_heap_memory();
