@@ -11,9 +11,10 @@
 // loading its tile once; 16x16 blocks: after the segment amaxes, four_over_six_kernel).
 // Layout: x rows x cols row-major. One-pass paths (quantize_fast_paths.cuh) when cols % 4 == 0
 // and x is 16-byte aligned: 1xT tiles for T in {16, 32, 64, 128, 256, 512} and BxB blocks for
-// B in {16, 32, 64, 128}, x read once (nvfp4:4over6's 1x16 tile kernel: any shape). General path for everything else: one CUDA block per
-// (row, tile column) segment, so a 1xT tile is one block and a BxB block is B of them (B
-// atomics), per-row and per-tensor one block per row; x is read twice (amax, then encode).
+// B in {16, 32, 64, 128}, x read once (nvfp4:4over6's 1x16 tile kernel: any shape). General
+// path for everything else: one CUDA block per (row, tile column) segment, so a 1xT tile is one
+// block and a BxB block is B of them (B atomics), per-row and per-tensor one block per row; x
+// is read twice (amax, then encode).
 #include <stdexcept>
 #include <string>
 #include <vector>

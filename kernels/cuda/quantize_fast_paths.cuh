@@ -13,8 +13,9 @@
 // Element i = row * cols + c is encoded exactly as the general path and the CPU do it
 // (scaled_element, then encode or encode_stochastic with the draw of i), so the three agree
 // bit for bit; four_over_six_tile_kernel runs the CPU's own four_over_six::quantize_block, and
-// takes any cols (scalar loads where a tile's float4 would not be aligned). The two-level rules read the tensor's amax from *tensor_amax_bits (nullptr for
-// the one-level rules), which tensor_amax_kernel filled before.
+// takes any cols (scalar loads where a tile's float4 would not be aligned). The two-level rules
+// read the tensor's amax from *tensor_amax_bits (nullptr for the one-level rules), which
+// tensor_amax_kernel filled before.
 #include <cuda_fp8.h>
 
 #include <type_traits>
