@@ -57,7 +57,7 @@ FP8LAB_HD inline float candidate_error(const float* x, std::int64_t ld, std::int
     float e = 0.0f;
     for (std::int64_t c = c0; c < c1; ++c) {
       const float v = x[r * ld + c];
-      e += error_term(v, encode<E2M1>(v * s.encode), s.decode, tensor_amax);
+      e += error_term(v, encode_e2m1_by_quantum_add(v * s.encode), s.decode, tensor_amax);
     }
     row_errors[r - r0] = e;
   }
@@ -80,7 +80,7 @@ FP8LAB_HD inline float quantize_block(const float* x, std::uint8_t* codes, std::
   for (std::int64_t r = r0; r < r1; ++r)
     for (std::int64_t c = c0; c < c1; ++c) {
       const float v = x[r * ld + c];
-      codes[r * ld + c] = static_cast<std::uint8_t>(encode<E2M1>(v * kept.encode));
+      codes[r * ld + c] = static_cast<std::uint8_t>(encode_e2m1_by_quantum_add(v * kept.encode));
     }
   return kept.decode;
 }

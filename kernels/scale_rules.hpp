@@ -191,7 +191,7 @@ FP8LAB_HD constexpr float nvfp4_te_block_encode(ElementTraits f, TensorScale t) 
   return t.encode * (1.0f / f.max_finite);
 }
 FP8LAB_HD constexpr TileScale nvfp4_te_scale(float amax, ElementTraits f, TensorScale t) {
-  const float s_b = decode<E4M3>(encode<E4M3>(min_flt_max(amax * nvfp4_te_block_encode(f, t))));
+  const float s_b = decode<E4M3>(encode_e4m3_satfinite(min_flt_max(amax * nvfp4_te_block_encode(f, t))));
   return {s_b, min_flt_max(1.0f / (s_b * t.decode))};
 }
 
@@ -203,7 +203,7 @@ FP8LAB_HD constexpr TileScale nvfp4_torchao_scale(float amax, ElementTraits f, T
   const float block_scale = amax / f.max_finite;
   float s = block_scale / t.decode;
   s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
-  const float s_b = decode<E4M3>(encode<E4M3>(s));
+  const float s_b = decode<E4M3>(encode_e4m3_satfinite(s));
   return {s_b, t.decode * s_b};
 }
 
@@ -214,7 +214,7 @@ struct FourOverSixCandidates {
   TileScale map4, map6;
 };
 FP8LAB_HD constexpr float e4m3_block_scale(float v) {
-  return decode<E4M3>(encode<E4M3>(v <= 448.0f ? v : 448.0f));  // fminf(v, 448): a NaN gives 448
+  return decode<E4M3>(encode_e4m3_satfinite(v <= 448.0f ? v : 448.0f));  // fminf(v, 448): a NaN gives 448
 }
 FP8LAB_HD constexpr FourOverSixCandidates nvfp4_4over6_candidates(float amax, ElementTraits f, TensorScale t) {
   const float base = (amax / f.max_finite) * t.encode;

@@ -15,6 +15,8 @@
 // path for everything else: one CUDA block per (row, tile column) segment, so a 1xT tile is one
 // block and a BxB block is B of them (B atomics), per-row and per-tensor one block per row; x
 // is read twice (amax, then encode).
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -124,10 +126,12 @@ bool launch_fast_path(const float* x, std::int64_t rows, std::int64_t cols, cons
   }
   if (g.kind == Granularity::Kind::tile) {
     const std::int64_t warps_per_row = (cols + 127) / 128, tiles_per_row = (cols + g.size - 1) / g.size;
-    const std::int64_t threads = rows * warps_per_row * 32;
+    const std::int64_t column_blocks = (warps_per_row + kNarrowWarps - 1) / kNarrowWarps;
+    if (rows > std::numeric_limits<int>::max() || column_blocks > 65535) return false;
+    const dim3 blocks(static_cast<unsigned>(rows), static_cast<unsigned>(column_blocks));
     const auto launch = [&](auto kernel) {
-      kernel<<<blocks_for(threads), 256, 0, stream>>>(x, rows, cols, warps_per_row, tiles_per_row, rule, rounding,
-                                                   tensor_amax_bits, scales, codes);
+      kernel<<<blocks, 32 * kNarrowWarps, 0, stream>>>(x, rows, cols, warps_per_row, tiles_per_row, rule, rounding,
+                                                      tensor_amax_bits, scales, codes);
     };
     switch (g.size) {
       case 16: launch(narrow_tile_quantize_kernel<F, 16>); return true;
@@ -171,11 +175,7 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
   unsigned* tensor_amax_bits = nullptr;
   if (scale_rule_math(config.scale_rule).two_level) {  // the workspace's last slot
     tensor_amax_bits = d_amax_bits + tiles;
-    FP8LAB_CUDA_CHECK(cudaMemsetAsync(tensor_amax_bits, 0, sizeof(unsigned), stream));
-    const std::int64_t n = rows * cols;
-    tensor_amax_kernel<<<static_cast<unsigned>(std::min<std::int64_t>((n + 255) / 256, 4096)), 256, 0, stream>>>(
-        d_x, n, tensor_amax_bits);
-    FP8LAB_CUDA_CHECK(cudaGetLastError());
+    tensor_amax_device(d_x, rows * cols, tensor_amax_bits, stream);
   }
   const bool four_over_six = config.scale_rule == ScaleRule::nvfp4_4over6;
   if (four_over_six && g.tile_rows == 1) {  // 1 x 16 tiles: one pass after the tensor amax
@@ -212,6 +212,20 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
     encode_kernel<decltype(codec)><<<segments, kThreads, 0, stream>>>(d_x, g, d_amax_bits, config.scale_rule,
                                                                       config.rounding, tensor_amax_bits, d_codes);
   });
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+// As many 256-thread CTAs as the GPU holds at once (8 an SM), fewer for a small tensor: every
+// thread then strides through the tensor with kAmaxUnroll loads in flight, and no wave of
+// CTAs waits on the last.
+void tensor_amax_device(const float* d_x, std::int64_t n, unsigned* d_amax_bits, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  FP8LAB_CUDA_CHECK(cudaGetDevice(&device));
+  FP8LAB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::int64_t resident = 8 * static_cast<std::int64_t>(sms);
+  const auto blocks = static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + 1023) / 1024, resident)));
+  FP8LAB_CUDA_CHECK(cudaMemsetAsync(d_amax_bits, 0, sizeof(unsigned), stream));
+  tensor_amax_kernel<<<blocks, 256, 0, stream>>>(d_x, n, d_amax_bits);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -21,5 +21,7 @@ QuantizedTensor requantize_transposed(const QuantizedTensor& in);  // as cpu::re
 void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
                      std::uint8_t* d_codes, float* d_scales, unsigned* d_amax_bits, cudaStream_t stream);
 std::size_t amax_workspace_slots(const QuantizedTensor& shape);
+// The two-level rules' first pass alone: the tensor's amax (abs bits) into *d_amax_bits.
+void tensor_amax_device(const float* d_x, std::int64_t n, unsigned* d_amax_bits, cudaStream_t stream);
 
 }  // namespace fp8lab::cuda

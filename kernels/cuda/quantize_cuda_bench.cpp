@@ -71,6 +71,16 @@ void BM_QuantizeNvfp4FourOverSix(benchmark::State& state) {
   quantize_benchmark(state, {kE2M1, Granularity::tile(16), ScaleRule::nvfp4_4over6});
 }
 
+// Where NVFP4's time goes: its first pass alone (the tensor amax), and the one-level MXFP4
+// (E2M1 1x32, mx), which has the E2M1 encode without the two-level scale arithmetic.
+void BM_TensorAmax(benchmark::State& state) {
+  const float* x = device_activation();
+  cuda::DeviceArray<unsigned> amax(1);
+  cuda::bench::time_iterations(state, [&] { cuda::tensor_amax_device(x, kRows * kCols, amax.get(), nullptr); });
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(kCount * sizeof(float)));
+}
+void BM_QuantizeMxfp4(benchmark::State& state) { quantize_benchmark(state, {kE2M1, Granularity::tile(32), ScaleRule::mx}); }
+
 BENCHMARK(BM_DeviceCopyFp32)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeTile1x128E4M3)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeBlock128x128E4M3)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -78,6 +88,8 @@ BENCHMARK(BM_QuantizeMxfp8)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeNvfp4)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeNvfp4Block16x16)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeNvfp4FourOverSix)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TensorAmax)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QuantizeMxfp4)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
@@ -88,5 +100,7 @@ int main(int argc, char** argv) {
                                  {"BM_QuantizeMxfp8", "BM_DeviceCopyFp32", "quantize mxfp8 / D2D copy"},
                                  {"BM_QuantizeNvfp4", "BM_DeviceCopyFp32", "quantize nvfp4 / D2D copy"},
                                  {"BM_QuantizeNvfp4Block16x16", "BM_DeviceCopyFp32", "quantize nvfp4 16x16 / D2D copy"},
-                                 {"BM_QuantizeNvfp4FourOverSix", "BM_DeviceCopyFp32", "quantize nvfp4:4over6 / D2D copy"}});
+                                 {"BM_QuantizeNvfp4FourOverSix", "BM_DeviceCopyFp32", "quantize nvfp4:4over6 / D2D copy"},
+                                 {"BM_TensorAmax", "BM_DeviceCopyFp32", "tensor amax pass / D2D copy"},
+                                 {"BM_QuantizeMxfp4", "BM_DeviceCopyFp32", "quantize mxfp4 / D2D copy"}});
 }

@@ -46,15 +46,17 @@ __device__ __forceinline__ TensorScale tensor_scale_of(const unsigned* tensor_am
 
 // encode<F>(v) (RNE, satfinite). For E4M3 and E5M2 Hopper's cvt.rn.satfinite gives the same
 // code for every FP32 pattern (tests/gpu/float_formats_gpu_test.cpp compares all 2^32 on each
-// GPU run; 0 mismatches on H200) in one instruction instead of the integer RNE's dozens: the
-// quantizer is issue-bound enough for that to matter. FP4 and FP6 have no such instruction
-// before Blackwell.
+// GPU run; 0 mismatches on H200 and H100) in one instruction instead of the integer RNE's
+// dozens: the quantizer is issue-bound enough for that to matter. FP4 and FP6 have no such
+// instruction before Blackwell; E2M1 takes the shorter encode_e2m1_by_quantum_add (equal to
+// the FP64 reference on all 2^32 patterns: tests/slow).
 template <class F>
 __device__ __forceinline__ std::uint8_t encode_nearest(float v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  if constexpr (std::is_same_v<F, E4M3>) return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
+  if constexpr (std::is_same_v<F, E4M3>) return static_cast<std::uint8_t>(encode_e4m3_satfinite(v));
   if constexpr (std::is_same_v<F, E5M2>) return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E5M2));
 #endif
+  if constexpr (std::is_same_v<F, E2M1>) return static_cast<std::uint8_t>(encode_e2m1_by_quantum_add(v));
   return static_cast<std::uint8_t>(encode<F>(v));
 }
 
@@ -78,16 +80,28 @@ __device__ __forceinline__ void encode_chunk(float4 v, float factor, ApplyScale 
 
 // The tensor's amax (abs_bits order) into *amax_bits, which must start at 0. Any order of the
 // maxima gives the same result, so atomics keep the bits. float4 loads when x is 16-byte
-// aligned (the scalar tail after the last whole chunk), scalar loads otherwise.
+// aligned (the scalar tail after the last whole chunk), scalar loads otherwise. A pure read
+// needs many loads in flight to reach HBM bandwidth: each thread issues kUnroll independent
+// float4 loads per step (one a step ran this pass at 1.9 TB/s on the H100, 0.76x the copy's).
+constexpr int kAmaxUnroll = 4;
 __global__ void tensor_amax_kernel(const float* x, std::int64_t n, unsigned* amax_bits) {
   const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   unsigned m = 0;
   std::int64_t scalar_from = 0;
   if (reinterpret_cast<std::uintptr_t>(x) % 16 == 0) {
-    const std::int64_t chunks = n / 4;
-    for (std::int64_t i = first; i < chunks; i += stride) m = max_abs_bits(m, reinterpret_cast<const float4*>(x)[i]);
-    scalar_from = 4 * chunks;
+    const float4* chunks = reinterpret_cast<const float4*>(x);
+    const std::int64_t count = n / 4;
+    std::int64_t i = first;
+    for (; i + (kAmaxUnroll - 1) * stride < count; i += kAmaxUnroll * stride) {
+      float4 v[kAmaxUnroll];
+#pragma unroll
+      for (int u = 0; u < kAmaxUnroll; ++u) v[u] = chunks[i + u * stride];
+#pragma unroll
+      for (int u = 0; u < kAmaxUnroll; ++u) m = max_abs_bits(m, v[u]);
+    }
+    for (; i < count; i += stride) m = max_abs_bits(m, chunks[i]);
+    scalar_from = 4 * count;
   }
   for (std::int64_t i = scalar_from + first; i < n; i += stride) m = max(m, abs_bits(x[i]));
   for (int offset = 16; offset > 0; offset /= 2) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, offset));
@@ -162,17 +176,23 @@ __global__ void tile_quantize_kernel(const float* x, std::int64_t rows, std::int
 
 // One warp per 128 columns of a row, which hold 128 / T whole tiles (T divides 128 and tiles
 // start at multiples of T): lane l holds columns 4l..4l+3, and the T / 4 lanes of a tile reduce
-// its amax among themselves (xor offsets below T / 4 stay inside the lane group).
+// its amax among themselves (xor offsets below T / 4 stay inside the lane group). The grid is
+// (rows, 128-column groups / kNarrowWarps), so no thread divides 64-bit indices (dozens of
+// instructions a warp, in a kernel that NVFP4's E2M1 encode makes issue-bound), and it walks
+// the rows from the last: after the two-level rules' tensor-amax pass, which reads x from
+// first to last, the rows at the end are still in L2.
+constexpr int kNarrowWarps = 8;
 template <class F, int T>
-__global__ void narrow_tile_quantize_kernel(const float* x, std::int64_t rows, std::int64_t cols,
-                                            std::int64_t warps_per_row, std::int64_t tiles_per_row, ScaleRule rule,
-                                            Rounding rounding, const unsigned* tensor_amax_bits, float* scales,
-                                            std::uint8_t* codes) {
+__global__ void __launch_bounds__(32 * kNarrowWarps)
+    narrow_tile_quantize_kernel(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t warps_per_row,
+                                std::int64_t tiles_per_row, ScaleRule rule, Rounding rounding,
+                                const unsigned* tensor_amax_bits, float* scales, std::uint8_t* codes) {
   static_assert(T == 16 || T == 32 || T == 64);
-  const std::int64_t warp = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const std::int64_t row = rows - 1 - blockIdx.x;
+  const std::int64_t warp_in_row = static_cast<std::int64_t>(blockIdx.y) * kNarrowWarps + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  if (warp >= rows * warps_per_row) return;
-  const std::int64_t row = warp / warps_per_row, c = (warp % warps_per_row) * 128 + 4 * lane;
+  if (warp_in_row >= warps_per_row) return;
+  const std::int64_t c = warp_in_row * 128 + 4 * lane;
   const bool inside = c < cols;
   const float4 chunk = inside ? *reinterpret_cast<const float4*>(x + row * cols + c) : make_float4(0, 0, 0, 0);
   unsigned amax_bits = max_abs_bits(0u, chunk);

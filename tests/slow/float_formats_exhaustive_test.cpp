@@ -11,7 +11,8 @@
 // a run of patterns whose two ends the reference rounds to the same value every pattern
 // does. The run is split in halves until that holds (or it is 64 patterns short, then the
 // reference runs on each), so the reference runs a few thousand times per format and the
-// kernel on all 2^32 patterns: seconds, not minutes.
+// kernel on all 2^32 patterns: seconds, not minutes. The same for the GPU quantizer's E2M1
+// encoder, encode_e2m1_by_quantum_add.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <atomic>
@@ -51,10 +52,12 @@ void check_all_patterns(const ref::FormatDefinition& def, Saturation saturation)
   CHECK(disagreements.load() == 0);
 }
 
-// Kernel codes for magnitude patterns [lo, hi] (and their negatives) against the reference;
-// returns the number of disagreeing patterns and lowers `first_bad` to the first one.
-template <class F>
-std::uint64_t check_run(std::uint32_t lo, std::uint32_t hi, const ref::FormatDefinition& def, std::uint64_t& first_bad) {
+// Kernel codes (`encode_fn`, encode<F> unless a faster encoder of the same format is under test)
+// for magnitude patterns [lo, hi] (and their negatives) against the reference; returns the
+// number of disagreeing patterns and lowers `first_bad` to the first one.
+template <class F, class Encode>
+std::uint64_t check_run(std::uint32_t lo, std::uint32_t hi, const ref::FormatDefinition& def, Encode encode_fn,
+                        std::uint64_t& first_bad) {
   constexpr std::uint32_t sign = FormatLayout<F>::sign_bit;
   const auto expected_code = [&](std::uint32_t bits) {
     return ref::code_of_value(ref::round_to_format(float_from_bits(bits), def, true), def);
@@ -62,7 +65,7 @@ std::uint64_t check_run(std::uint32_t lo, std::uint32_t hi, const ref::FormatDef
   const std::uint32_t code_lo = expected_code(lo);
   if (hi - lo >= 64 && code_lo != expected_code(hi)) {
     const std::uint32_t mid = lo + (hi - lo) / 2;
-    return check_run<F>(lo, mid, def, first_bad) + check_run<F>(mid + 1, hi, def, first_bad);
+    return check_run<F>(lo, mid, def, encode_fn, first_bad) + check_run<F>(mid + 1, hi, def, encode_fn, first_bad);
   }
   const bool constant = code_lo == expected_code(hi);
   std::uint64_t bad = 0;
@@ -71,15 +74,15 @@ std::uint64_t check_run(std::uint32_t lo, std::uint32_t hi, const ref::FormatDef
     const std::uint32_t code = constant ? code_lo : expected_code(bits);
     const float x = float_from_bits(bits);
     // -x: the same magnitude code with the sign bit (a NaN's stand-in has the sign bit set already)
-    if (encode<F>(x) != code || encode<F>(-x) != (code | sign)) {
+    if (encode_fn(x) != code || encode_fn(-x) != (code | sign)) {
       if (bad++ == 0) first_bad = std::min<std::uint64_t>(first_bad, b);
     }
   }
   return bad;
 }
 
-template <class F>
-void check_all_patterns_by_runs(const ref::FormatDefinition& def) {
+template <class F, class Encode>
+void check_all_patterns_by_runs(const ref::FormatDefinition& def, Encode encode_fn) {
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   constexpr std::uint64_t kMagnitudes = 1ull << 31;
   constexpr std::uint64_t kSlices = 256;  // handed out in turn, so every thread gets NaN and tiny patterns alike
@@ -91,7 +94,7 @@ void check_all_patterns_by_runs(const ref::FormatDefinition& def) {
     pool.emplace_back([&, t] {
       for (std::uint64_t s; (s = next++) < kSlices;) {
         const std::uint64_t lo = s * (kMagnitudes / kSlices), hi = lo + kMagnitudes / kSlices - 1;
-        disagreements += check_run<F>(static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(hi), def, first_bad[t]);
+        disagreements += check_run<F>(static_cast<std::uint32_t>(lo), static_cast<std::uint32_t>(hi), def, encode_fn, first_bad[t]);
       }
     });
   for (std::thread& th : pool) th.join();
@@ -101,9 +104,18 @@ void check_all_patterns_by_runs(const ref::FormatDefinition& def) {
 
 }  // namespace
 
-TEST_CASE("e2m1: all 2^32 FP32 patterns give the FP64 reference's code") { check_all_patterns_by_runs<E2M1>(ref::e2m1()); }
-TEST_CASE("e3m2: all 2^32 FP32 patterns give the FP64 reference's code") { check_all_patterns_by_runs<E3M2>(ref::e3m2()); }
-TEST_CASE("e2m3: all 2^32 FP32 patterns give the FP64 reference's code") { check_all_patterns_by_runs<E2M3>(ref::e2m3()); }
+template <class F>
+void check_codec_by_runs(const ref::FormatDefinition& def) {
+  check_all_patterns_by_runs<F>(def, [](float x) { return encode<F>(x); });
+}
+
+TEST_CASE("e2m1: all 2^32 FP32 patterns give the FP64 reference's code") { check_codec_by_runs<E2M1>(ref::e2m1()); }
+TEST_CASE("e3m2: all 2^32 FP32 patterns give the FP64 reference's code") { check_codec_by_runs<E3M2>(ref::e3m2()); }
+TEST_CASE("e2m3: all 2^32 FP32 patterns give the FP64 reference's code") { check_codec_by_runs<E2M3>(ref::e2m3()); }
+// The GPU quantizer's E2M1 encoder (float_formats.hpp), against the reference on its own.
+TEST_CASE("e2m1 by quantum addition: all 2^32 FP32 patterns give the FP64 reference's code") {
+  check_all_patterns_by_runs<E2M1>(ref::e2m1(), [](float x) { return encode_e2m1_by_quantum_add(x); });
+}
 
 TEST_CASE("e4m3 satfinite: all 2^32 FP32 patterns agree with the FP64 reference") {
   check_all_patterns<E4M3>(ref::e4m3(), Saturation::satfinite);
