@@ -1,8 +1,8 @@
 // CUDA quantizer against the CPU backend: codes and scales bit-identical on random and
 // adversarial tensors, every granularity, element format and scale rule (nvfp4:4over6 on the
 // tiles and rounding it takes), nearest and stochastic rounding, on a shape the one-pass kernels take
-// (cols % 4 == 0) and one that only the general path takes; the transposed re-quantization
-// too. (Label gpu: skipped without a device.)
+// (cols % 4 == 0) and one that only the general path takes, a large one for the two-level rules'
+// tensor-amax pass; the transposed re-quantization too. (Label gpu: skipped without a device.)
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
@@ -139,6 +139,34 @@ TEST_CASE("gpu: the two-level rules' tensor amax sees the last element, on align
     std::size_t scale_mismatches = 0;
     for (std::size_t i = 0; i < cpu.scales.size(); ++i) scale_mismatches += float_bits(cpu.scales[i]) != float_bits(gpu.scales[i]);
     CHECK(scale_mismatches == 0);
+  }
+}
+
+TEST_CASE("gpu: the two-level rules on a tensor large enough for every loop of the tensor-amax pass") {
+  // tensor_amax_kernel runs on at most 8 CTAs an SM and strides with 4 loads a step; the small
+  // shapes above never reach its unrolled loop (70 x 300 gets 21 CTAs, each thread 1 chunk).
+  // 4096 x 4100 (16.8M elements) gives every thread about 15 chunks, so the unrolled steps and
+  // the remainder after them both run. The tensor's largest value sits in the first
+  // element, then in the last: each must reach every tile's scale.
+  constexpr std::int64_t rows = 4096, cols = 4100;
+  std::vector<float> x(static_cast<std::size_t>(rows * cols));
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  float top = 0.0f;
+  for (float& v : x) top = std::fmax(top, std::fabs(v = normal(rng)));
+  for (const std::size_t at : {std::size_t{0}, x.size() - 1}) {
+    std::vector<float> placed = x;
+    placed[at] = 3.0f * top;
+    for (const ScaleRule rule : {ScaleRule::nvfp4, ScaleRule::nvfp4_torchao})
+      for (const int tile : {16, 64})
+        for (const Rounding& rounding : {Rounding{}, Rounding{RoundingMode::stochastic, 7}}) {
+          QuantizeConfig config{ElementFormat::Kind::e2m1, Granularity::tile(tile), rule};
+          config.rounding = rounding;
+          std::ostringstream what;
+          what << "e2m1 tile:1x" << tile << " " << scale_rule_name(rule)
+               << (rounding.mode == RoundingMode::stochastic ? " stochastic" : " nearest") << ", largest at " << at;
+          check_same_as_cpu(placed, rows, cols, config, what.str());
+        }
   }
 }
 
