@@ -59,15 +59,17 @@ void transpose_block(const Tensor<Real>& x, std::int64_t u0, std::int64_t n, std
   }
 }
 
-// out[u] = sum over i ascending of a[i] xt[i][u], u < n.
+// The diagonal tile (key block = query block): row r's query t = q0 + r sees keys u <= r only.
+// The tile runs as a whole tile with the later keys masked, which gives the row-by-row loop's
+// bits: a masked score is -inf, so its probability is exp(-inf) = 0 exactly (exp_f32 gives 0
+// below -103.97) and it neither moves the row's maximum nor its sum; in the backward pass its
+// probability and dS are set to 0. Each output's sum then runs over the same terms in the same
+// order plus terms that are exactly 0, and x + 0 = x (a sum that is exactly 0 could only turn
+// -0 into +0). Whole tiles keep the register-blocked ordered_gemm on the diagonal too.
 template <class Real>
-void dot_row(const Real* a, const Real* xt, std::int64_t hs, std::int64_t n, Real* out) {
-  std::fill(out, out + n, Real(0));
-  for (std::int64_t i = 0; i < hs; ++i) {
-    const Real ai = a[i];
-    const Real* xi = xt + i * B;
-    for (std::int64_t u = 0; u < n; ++u) out[u] += ai * xi[u];
-  }
+void mask_later_keys(Real* s, std::int64_t rows, std::int64_t cols, Real value) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t u = r + 1; u < cols; ++u) s[r * B + u] = value;
 }
 
 // Scales row[0, n) by `scale` in place and returns the largest of `top` and the scaled values,
@@ -160,35 +162,17 @@ void flash_attention_forward(const Tensor<Real>& q, const Tensor<Real>& k, const
       for (std::int64_t k0 = 0; k0 < q0 + rows; k0 += B) {  // key blocks up to the diagonal
         const std::int64_t cols = std::min(B, T - k0);
         transpose_block(k, k0, cols, kc, hs, kt);
-        if (k0 < q0) {  // below the diagonal: every key of the tile precedes every query, a whole tile
-          ordered_gemm(q.row(q0) + qc, q.cols, kt, B, s, B, rows, cols, hs, false);  // S = Q K^T
-          Real alpha[B], sums[B];
-          for (std::int64_t r = 0; r < rows; ++r) alpha[r] = start_row(r, s + r * B, cols);
-          row_sums(s, rows, cols, sums);
-          for (std::int64_t r = 0; r < rows; ++r) {
-            finish_row(r, alpha[r], sums[r]);
-            Real* out = o.row(q0 + r) + qc;
-            for (std::int64_t i = 0; i < hs; ++i) out[i] *= alpha[r];
-          }
-          ordered_gemm(s, B, v.row(k0) + kc, v.cols, o.row(q0) + qc, o.cols, rows, hs, cols, true);  // O += P V
-          continue;
+        ordered_gemm(q.row(q0) + qc, q.cols, kt, B, s, B, rows, cols, hs, false);  // S = Q K^T
+        if (k0 == q0) mask_later_keys(s, rows, cols, -std::numeric_limits<Real>::infinity());
+        Real alpha[B], sums[B];
+        for (std::int64_t r = 0; r < rows; ++r) alpha[r] = start_row(r, s + r * B, cols);
+        row_sums(s, rows, cols, sums);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          finish_row(r, alpha[r], sums[r]);
+          Real* out = o.row(q0 + r) + qc;
+          for (std::int64_t i = 0; i < hs; ++i) out[i] *= alpha[r];
         }
-        for (std::int64_t r = 0; r < rows; ++r) {  // the diagonal tile, row by row
-          const std::int64_t t = q0 + r, n = std::min(cols, t - k0 + 1);  // causal: keys u <= t
-          if (n <= 0) continue;
-          dot_row(q.row(t) + qc, kt, hs, n, s);
-          const Real alpha = start_row(r, s, n);
-          Real sum;
-          row_sums(s, 1, n, &sum);
-          finish_row(r, alpha, sum);
-          Real* out = o.row(t) + qc;
-          for (std::int64_t i = 0; i < hs; ++i) out[i] *= alpha;
-          for (std::int64_t u = 0; u < n; ++u) {  // out[i] += sum over u ascending of p(u) v(u, i)
-            const Real pu = s[u];
-            const Real* vu = v.row(k0 + u) + kc;
-            for (std::int64_t i = 0; i < hs; ++i) out[i] += pu * vu[i];
-          }
-        }
+        ordered_gemm(s, B, v.row(k0) + kc, v.cols, o.row(q0) + qc, o.cols, rows, hs, cols, true);  // O += P V
       }
       for (std::int64_t r = 0; r < rows; ++r) {
         Real* out = o.row(q0 + r) + qc;
@@ -244,39 +228,16 @@ void flash_attention_backward(const Tensor<Real>& q, const Tensor<Real>& k, cons
           const std::int64_t cols = std::min(B, T - k0);
           transpose_block(k, k0, cols, kc, hs, kt);
           transpose_block(v, k0, cols, kc, hs, vt);
-          if (k0 < q0) {  // below the diagonal: a whole tile, as tile GEMMs in the same order
-            ordered_gemm(q.row(q0) + qc, q.cols, kt, B, p, B, rows, cols, hs, false);     // S = Q K^T
-            ordered_gemm(d_o.row(q0) + qc, d_o.cols, vt, B, ds, B, rows, cols, hs, false);  // dP = dO V^T
-            for (std::int64_t r = 0; r < rows; ++r) row_grads(q0 + r, p + r * B, ds + r * B, cols);
-            ordered_gemm(ds, B, k.row(k0) + kc, k.cols, dq.row(q0) + qc, dq.cols, rows, hs, cols, true);        // dQ += dS K
-            ordered_gemm_at(ds, B, q.row(q0) + qc, q.cols, dk.row(k0) + kc, dk.cols, cols, hs, rows, true);     // dK += dS^T Q
-            ordered_gemm_at(p, B, d_o.row(q0) + qc, d_o.cols, dv.row(k0) + kc, dv.cols, cols, hs, rows, true);  // dV += P^T dO
-            continue;
+          ordered_gemm(q.row(q0) + qc, q.cols, kt, B, p, B, rows, cols, hs, false);     // S = Q K^T
+          ordered_gemm(d_o.row(q0) + qc, d_o.cols, vt, B, ds, B, rows, cols, hs, false);  // dP = dO V^T
+          for (std::int64_t r = 0; r < rows; ++r) row_grads(q0 + r, p + r * B, ds + r * B, cols);
+          if (k0 == q0) {
+            mask_later_keys(p, rows, cols, Real(0));
+            mask_later_keys(ds, rows, cols, Real(0));
           }
-          for (std::int64_t r = 0; r < rows; ++r) {  // the diagonal tile, row by row
-            const std::int64_t t = q0 + r, n = std::min(cols, t - k0 + 1);
-            if (n <= 0) continue;
-            const Real* qr = q.row(t) + qc;
-            const Real* dor = d_o.row(t) + qc;
-            dot_row(qr, kt, hs, n, p);
-            dot_row(dor, vt, hs, n, ds);  // dp
-            row_grads(t, p, ds, n);
-            Real* dqr = dq.row(t) + qc;
-            for (std::int64_t u = 0; u < n; ++u) {  // dq[i] += sum over u ascending of ds[u] k(u, i)
-              const Real du = ds[u];
-              const Real* ku = k.row(k0 + u) + kc;
-              for (std::int64_t i = 0; i < hs; ++i) dqr[i] += du * ku[i];
-            }
-            for (std::int64_t u = 0; u < n; ++u) {
-              const Real du = ds[u], pu = p[u];
-              Real* dku = dk.row(k0 + u) + kc;
-              Real* dvu = dv.row(k0 + u) + kc;
-              for (std::int64_t i = 0; i < hs; ++i) {
-                dku[i] += du * qr[i];
-                dvu[i] += pu * dor[i];
-              }
-            }
-          }
+          ordered_gemm(ds, B, k.row(k0) + kc, k.cols, dq.row(q0) + qc, dq.cols, rows, hs, cols, true);        // dQ += dS K
+          ordered_gemm_at(ds, B, q.row(q0) + qc, q.cols, dk.row(k0) + kc, dk.cols, cols, hs, rows, true);     // dK += dS^T Q
+          ordered_gemm_at(p, B, d_o.row(q0) + qc, d_o.cols, dv.row(k0) + kc, dv.cols, cols, hs, rows, true);  // dV += P^T dO
         }
       }
     }

@@ -173,6 +173,42 @@ TEST_CASE("flash attention: a training step under flash gives the same bits on 1
   }
 }
 
+TEST_CASE("flash attention: no query sees a later key, inside the diagonal tile too") {
+  // The diagonal tile runs as a whole tile with the later keys masked (a score of -inf, then a
+  // probability and dS of 0). Keys and values after position t0 = 70 (inside the second
+  // 64-position block, so the tile holds keys on both sides of it) are replaced by huge finite
+  // values: o and L of every query up to t0, and its dq, must keep their bits. A mask off by one
+  // or a masked score that still counted would change them by O(1).
+  const Case c{130, 4, 2, 8};
+  constexpr std::int64_t t0 = 70;
+  HostAllocator host;
+  MemoryLedger ledger(&host);
+  std::mt19937_64 rng(29);
+  const auto random = [&](std::int64_t cols) { return test::random_train_tensor<float>(ledger, c.T, cols, rng); };
+  const Tensor<float> q = random(c.heads * c.hs), k = random(c.kv_heads * c.hs), v = random(c.kv_heads * c.hs),
+                      d_o = random(c.heads * c.hs);
+  Tensor<float> k_later = random(k.cols), v_later = random(v.cols);
+  std::memcpy(k_later.data(), k.data(), static_cast<std::size_t>(k.size()) * sizeof(float));
+  std::memcpy(v_later.data(), v.data(), static_cast<std::size_t>(v.size()) * sizeof(float));
+  for (std::int64_t t = t0 + 1; t < c.T; ++t)
+    for (std::int64_t i = 0; i < k.cols; ++i) {
+      k_later(t, i) *= 1e6f;
+      v_later(t, i) *= 1e30f;
+    }
+  const Outputs<float> a = run_flash<float>(ledger, c, q, k, v, d_o), b = run_flash<float>(ledger, c, q, k_later, v_later, d_o);
+  const auto same_rows = [&](const Tensor<float>& x, const Tensor<float>& y) {
+    return std::memcmp(x.data(), y.data(), static_cast<std::size_t>((t0 + 1) * x.cols) * sizeof(float)) == 0;
+  };
+  CHECK(same_rows(a.o, b.o));
+  CHECK(same_rows(a.dq, b.dq));
+  for (int h = 0; h < c.heads; ++h) {
+    INFO("head " << h);
+    CHECK(std::memcmp(a.lse.row(h), b.lse.row(h), static_cast<std::size_t>(t0 + 1) * sizeof(float)) == 0);
+  }
+  // the control: the later queries do see the changed keys
+  CHECK(std::memcmp(a.o.data(), b.o.data(), static_cast<std::size_t>(a.o.size()) * sizeof(float)) != 0);
+}
+
 TEST_CASE("flash attention: shapes that do not fit are refused with the reason") {
   HostAllocator host;
   MemoryLedger ledger(&host);
