@@ -37,6 +37,39 @@ __global__ void compare_with_hardware_kernel(std::uint64_t begin, unsigned long 
   }
 }
 
+// The quantizer's short encoders, as device code runs them, against the codec's own encode:
+// encode_e4m3_satfinite (its device branch, chosen when not constant-evaluated) and
+// encode_e2m1_by_quantum_add.
+enum class FastEncoder { e4m3_satfinite, e2m1_quantum_add };
+
+template <FastEncoder kEncoder>
+__global__ void compare_fast_encoder_kernel(std::uint64_t begin, unsigned long long* mismatches, unsigned long long* first) {
+  const std::uint64_t bits = begin + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+  const float x = float_from_bits(static_cast<std::uint32_t>(bits));
+  const bool same = kEncoder == FastEncoder::e4m3_satfinite ? encode_e4m3_satfinite(x) == encode<E4M3>(x)
+                                                            : encode_e2m1_by_quantum_add(x) == encode<E2M1>(x);
+  if (!same) {
+    atomicAdd(mismatches, 1ull);
+    atomicMin(first, static_cast<unsigned long long>(bits));
+  }
+}
+
+// Runs kernel(begin, mismatches, first) over all 2^32 patterns, 2^30 a launch.
+template <class Launch>
+HardwareComparison over_all_patterns(Launch launch) {
+  DeviceArray<unsigned long long> counters(2);
+  const unsigned long long initial[2] = {0ull, 1ull << 32};
+  FP8LAB_CUDA_CHECK(cudaMemcpy(counters.get(), initial, sizeof initial, cudaMemcpyHostToDevice));
+  constexpr std::uint64_t kChunk = 1ull << 30;  // 2^22 blocks of 256 threads per launch
+  for (std::uint64_t begin = 0; begin < (1ull << 32); begin += kChunk) {
+    launch(static_cast<unsigned>(kChunk / 256), begin, counters.get(), counters.get() + 1);
+    FP8LAB_CUDA_CHECK(cudaGetLastError());
+  }
+  unsigned long long result[2];
+  FP8LAB_CUDA_CHECK(cudaMemcpy(result, counters.get(), sizeof result, cudaMemcpyDeviceToHost));
+  return {result[0], result[1]};
+}
+
 }  // namespace
 
 int device_count() {
@@ -85,20 +118,25 @@ std::vector<std::uint8_t> encode_on_device(const std::vector<float>& x, Fp8Forma
 }
 
 HardwareComparison compare_with_hardware_conversion(Fp8Format format) {
-  DeviceArray<unsigned long long> counters(2);
-  const unsigned long long initial[2] = {0ull, 1ull << 32};
-  FP8LAB_CUDA_CHECK(cudaMemcpy(counters.get(), initial, sizeof initial, cudaMemcpyHostToDevice));
-  constexpr std::uint64_t kChunk = 1ull << 30;  // 2^22 blocks of 256 threads per launch
-  for (std::uint64_t begin = 0; begin < (1ull << 32); begin += kChunk) {
+  return over_all_patterns([&](unsigned blocks, std::uint64_t begin, unsigned long long* mismatches, unsigned long long* first) {
     if (format == Fp8Format::e4m3)
-      compare_with_hardware_kernel<E4M3><<<static_cast<unsigned>(kChunk / 256), 256>>>(begin, counters.get(), counters.get() + 1);
+      compare_with_hardware_kernel<E4M3><<<blocks, 256>>>(begin, mismatches, first);
     else
-      compare_with_hardware_kernel<E5M2><<<static_cast<unsigned>(kChunk / 256), 256>>>(begin, counters.get(), counters.get() + 1);
-    FP8LAB_CUDA_CHECK(cudaGetLastError());
-  }
-  unsigned long long result[2];
-  FP8LAB_CUDA_CHECK(cudaMemcpy(result, counters.get(), sizeof result, cudaMemcpyDeviceToHost));
-  return {result[0], result[1]};
+      compare_with_hardware_kernel<E5M2><<<blocks, 256>>>(begin, mismatches, first);
+  });
+}
+
+FastEncoderComparison compare_fast_encoders() {
+  FastEncoderComparison c;
+  c.e4m3_satfinite = over_all_patterns([](unsigned blocks, std::uint64_t begin, unsigned long long* mismatches,
+                                          unsigned long long* first) {
+    compare_fast_encoder_kernel<FastEncoder::e4m3_satfinite><<<blocks, 256>>>(begin, mismatches, first);
+  });
+  c.e2m1_quantum_add = over_all_patterns([](unsigned blocks, std::uint64_t begin, unsigned long long* mismatches,
+                                            unsigned long long* first) {
+    compare_fast_encoder_kernel<FastEncoder::e2m1_quantum_add><<<blocks, 256>>>(begin, mismatches, first);
+  });
+  return c;
 }
 
 }  // namespace fp8lab::cuda

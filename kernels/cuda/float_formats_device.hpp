@@ -30,4 +30,12 @@ struct HardwareComparison {
 };
 HardwareComparison compare_with_hardware_conversion(Fp8Format format);
 
+// Over all 2^32 patterns, on the device: encode_e4m3_satfinite against encode<E4M3> (satfinite)
+// and encode_e2m1_by_quantum_add against encode<E2M1>, the two short encoders the quantizer
+// kernels and the scale rules run there.
+struct FastEncoderComparison {
+  HardwareComparison e4m3_satfinite, e2m1_quantum_add;
+};
+FastEncoderComparison compare_fast_encoders();
+
 }  // namespace fp8lab::cuda

@@ -81,8 +81,9 @@ __device__ __forceinline__ void encode_chunk(float4 v, float factor, ApplyScale 
 // The tensor's amax (abs_bits order) into *amax_bits, which must start at 0. Any order of the
 // maxima gives the same result, so atomics keep the bits. float4 loads when x is 16-byte
 // aligned (the scalar tail after the last whole chunk), scalar loads otherwise. A pure read
-// needs many loads in flight to reach HBM bandwidth: each thread issues kUnroll independent
-// float4 loads per step (one a step ran this pass at 1.9 TB/s on the H100, 0.76x the copy's).
+// needs many loads in flight to reach HBM bandwidth: each thread issues kAmaxUnroll independent
+// float4 loads per step (with one a step, on 4096 CTAs, this pass took 62.4 us on the H100 for
+// 117 MB, 1.88 TB/s; with four on a resident grid 55.3 us).
 constexpr int kAmaxUnroll = 4;
 __global__ void tensor_amax_kernel(const float* x, std::int64_t n, unsigned* amax_bits) {
   const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;

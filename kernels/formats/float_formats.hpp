@@ -31,7 +31,6 @@
 // The encode body is branch-free (selects only), so the CPU quantizer's loops vectorize,
 // and constexpr + FP8LAB_HD so the same code runs on the GPU and in static_asserts.
 #include <cstdint>
-#include <type_traits>
 #if defined(__CUDACC__)
 #include <cuda_fp8.h>
 #endif

@@ -59,13 +59,16 @@ void transpose_block(const Tensor<Real>& x, std::int64_t u0, std::int64_t n, std
   }
 }
 
-// The diagonal tile (key block = query block): row r's query t = q0 + r sees keys u <= r only.
-// The tile runs as a whole tile with the later keys masked, which gives the row-by-row loop's
-// bits: a masked score is -inf, so its probability is exp(-inf) = 0 exactly (exp_f32 gives 0
-// below -103.97) and it neither moves the row's maximum nor its sum; in the backward pass its
-// probability and dS are set to 0. Each output's sum then runs over the same terms in the same
-// order plus terms that are exactly 0, and x + 0 = x (a sum that is exactly 0 could only turn
-// -0 into +0). Whole tiles keep the register-blocked ordered_gemm on the diagonal too.
+// The diagonal tile (key block k0 = query block q0, `rows` x `cols` in a row stride of B): row
+// r's query t = q0 + r sees keys u <= r only, so the entries right of the diagonal are set to
+// `value`. The tile then runs as a whole tile, which gives the row-by-row loop's bits for
+// finite operands: a masked score is -inf, so its probability is exp(-inf) = 0 exactly
+// (exp_f32 gives 0 below -103.97) and it moves neither the row's maximum nor its sum; in the
+// backward pass its probability and dS are set to 0. Each output's sum then runs over the same
+// terms in the same order plus terms 0 * finite = +-0, and x + +-0 = x. (A later key's inf or
+// NaN in V, K, Q or dO would now reach earlier queries as 0 * inf = NaN; the row loop never
+// read them. Operands are finite unless a run has already diverged.) Whole tiles keep the
+// register-blocked ordered_gemm on the diagonal too.
 template <class Real>
 void mask_later_keys(Real* s, std::int64_t rows, std::int64_t cols, Real value) {
   for (std::int64_t r = 0; r < rows; ++r)

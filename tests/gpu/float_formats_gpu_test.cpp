@@ -45,3 +45,14 @@ TEST_CASE("gpu: encode satfinite agrees with the hardware cvt.rn.satfinite on al
     CHECK(c.mismatches == 0);
   }
 }
+
+TEST_CASE("gpu: the quantizer's short encoders agree with the codec on all 2^32 patterns, as device code runs them") {
+  // encode_e4m3_satfinite's device branch (a constant-evaluation test picks it: the form that
+  // once compiled to wrong codes) and encode_e2m1_by_quantum_add, both compiled for the GPU.
+  const cuda::FastEncoderComparison c = cuda::compare_fast_encoders();
+  INFO("e4m3 " << c.e4m3_satfinite.mismatches << " mismatches (first 0x" << std::hex << c.e4m3_satfinite.first_mismatch
+               << std::dec << "), e2m1 " << c.e2m1_quantum_add.mismatches << " (first 0x" << std::hex
+               << c.e2m1_quantum_add.first_mismatch << ")");
+  CHECK(c.e4m3_satfinite.mismatches == 0);
+  CHECK(c.e2m1_quantum_add.mismatches == 0);
+}

@@ -1,8 +1,9 @@
 // CUDA quantizer against the CPU backend: codes and scales bit-identical on random and
 // adversarial tensors, every granularity, element format and scale rule (nvfp4:4over6 on the
 // tiles and rounding it takes), nearest and stochastic rounding, on a shape the one-pass kernels take
-// (cols % 4 == 0) and one that only the general path takes, a large one for the two-level rules'
-// tensor-amax pass; the transposed re-quantization too. (Label gpu: skipped without a device.)
+// (cols % 4 == 0) and one that only the general path takes, a large one for the two-level rules
+// and their tensor-amax pass; the transposed re-quantization too. (Label gpu: skipped without a
+// device.)
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
@@ -142,12 +143,44 @@ TEST_CASE("gpu: the two-level rules' tensor amax sees the last element, on align
   }
 }
 
-TEST_CASE("gpu: the two-level rules on a tensor large enough for every loop of the tensor-amax pass") {
-  // tensor_amax_kernel runs on at most 8 CTAs an SM and strides with 4 loads a step; the small
-  // shapes above never reach its unrolled loop (70 x 300 gets 21 CTAs, each thread 1 chunk).
-  // 4096 x 4100 (16.8M elements) gives every thread about 15 chunks, so the unrolled steps and
-  // the remainder after them both run. The tensor's largest value sits in the first
-  // element, then in the last: each must reach every tile's scale.
+TEST_CASE("gpu: the tensor-amax pass finds the largest value wherever it sits (16.8M elements, n % 4 = 3)") {
+  // tensor_amax_kernel strides over float4 chunks with 4 loads a step, then a remainder loop,
+  // then the scalar tail of n % 4 elements. Which chunks each loop reads depends on the grid
+  // (the GPU's SM count and occupancy), so the largest value is placed at 3000 positions: 2000
+  // drawn over the whole tensor (the remainder loop reads the last 3% to 25% of the chunks,
+  // as the grid falls: some 60 to 500 draws), the first 500 and the last 500 (the tail among
+  // them).
+  constexpr std::int64_t n = 4096 * 4100 + 3;
+  std::vector<float> x(static_cast<std::size_t>(n));
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal;
+  for (float& v : x) v = normal(rng);
+  cuda::DeviceArray<float> d_x(x.size());
+  cuda::DeviceArray<unsigned> d_amax(1);
+  FP8LAB_CUDA_CHECK(cudaMemcpy(d_x.get(), x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  std::vector<std::int64_t> positions;
+  std::uniform_int_distribution<std::int64_t> anywhere(0, n - 1);
+  for (int i = 0; i < 2000; ++i) positions.push_back(anywhere(rng));
+  for (std::int64_t i = 0; i < 500; ++i) positions.insert(positions.end(), {i, n - 1 - i});
+  std::size_t missed = 0;
+  std::int64_t first_missed = -1;
+  for (const std::int64_t at : positions) {
+    const float largest = -1000.0f;  // |x| above every normal draw; negative, as abs_bits must see
+    FP8LAB_CUDA_CHECK(cudaMemcpy(d_x.get() + at, &largest, sizeof largest, cudaMemcpyHostToDevice));
+    cuda::tensor_amax_device(d_x.get(), n, d_amax.get(), nullptr);
+    unsigned bits = 0;
+    FP8LAB_CUDA_CHECK(cudaMemcpy(&bits, d_amax.get(), sizeof bits, cudaMemcpyDeviceToHost));
+    FP8LAB_CUDA_CHECK(cudaMemcpy(d_x.get() + at, &x[static_cast<std::size_t>(at)], sizeof(float), cudaMemcpyHostToDevice));
+    if (float_from_bits(bits) != 1000.0f && missed++ == 0) first_missed = at;
+  }
+  INFO(missed << " of " << positions.size() << " positions missed, the first at element " << first_missed);
+  CHECK(missed == 0);
+}
+
+TEST_CASE("gpu: the two-level rules on a 4096 x 4100 tensor are bit-identical to the CPU") {
+  // The tensor-amax pass and the narrow-tile kernel on a tensor of 16.8M elements (the cases
+  // above are at most 70 x 300), the tensor's largest value in the first element, then in the
+  // last: each must reach every tile's scale.
   constexpr std::int64_t rows = 4096, cols = 4100;
   std::vector<float> x(static_cast<std::size_t>(rows * cols));
   std::mt19937 rng(11);

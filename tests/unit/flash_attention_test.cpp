@@ -173,11 +173,11 @@ TEST_CASE("flash attention: a training step under flash gives the same bits on 1
   }
 }
 
-TEST_CASE("flash attention: no query sees a later key, inside the diagonal tile too") {
+TEST_CASE("flash attention: no query sees a later key, inside the diagonal tile too (T 130, 4/2 heads, hs 8)") {
   // The diagonal tile runs as a whole tile with the later keys masked (a score of -inf, then a
   // probability and dS of 0). Keys and values after position t0 = 70 (inside the second
   // 64-position block, so the tile holds keys on both sides of it) are replaced by huge finite
-  // values: o and L of every query up to t0, and its dq, must keep their bits. A mask off by one
+  // values (finite: an inf there would reach earlier rows as 0 * inf, see mask_later_keys): o and L of every query up to t0, and its dq, must keep their bits. A mask off by one
   // or a masked score that still counted would change them by O(1).
   const Case c{130, 4, 2, 8};
   constexpr std::int64_t t0 = 70;
