@@ -9,7 +9,9 @@
 #      its figure incomplete, and relative FP8LAB_RESULTS / FP8LAB_FIGURES are taken from the
 #      directory the notebook was run from.
 # Usage: notebook_test.sh STUDY FIGURE.png PATH/TO/fp8lab SOURCE_DIR
-# (FIGURE is the one tests/CMakeLists.txt names; it must be among the study's list.)
+# (FIGURE is the one tests/CMakeLists.txt names; it must be among the study's list.) The sweep
+# is tests/notebook/STUDY_small.toml; the notebook is notebooks/STUDY.ipynb unless notebook_of
+# below names another (a second study that the same notebook plots).
 set -euo pipefail
 study=$1 figure=$2 fp8lab=$3 source_dir=$4
 python=/usr/bin/python3  # Debian's, which sees python3-xarray & co. (FACTS.md)
@@ -25,8 +27,11 @@ declare -A figures_of=(
   [scale_trajectory]="scale_trajectory.png"
   [recompute]="recompute_tradeoff.png recompute_grad_error.png"
   [fp8_training]="fp8_training.png fp8_training_operand_sqnr.png"
+  [fp8_training_nvfp4]="fp8_training.png fp8_training_operand_sqnr.png"
   [formats]="formats_error.png formats_clipping.png formats_ue8m0_tax.png formats_code_diff.png"
 )
+declare -A notebook_of=([fp8_training_nvfp4]=fp8_training)
+notebook=${notebook_of[$study]:-$study}
 expected=${figures_of[$study]:-}
 [[ -n "$expected" ]] || { echo "FAIL: no figure list for study $study in $0" >&2; exit 1; }
 [[ " $expected " == *" $figure "* ]] || { echo "FAIL: $figure is not in $study's list ($expected)" >&2; exit 1; }
@@ -44,8 +49,8 @@ run_notebook() {
   rm -rf "$out" && mkdir -p "$out"
   FP8LAB_RESULTS=$1 FP8LAB_FIGURES=$2 \
     jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=300 --output-dir "$out" \
-    "$source_dir/notebooks/$study.ipynb" >"$work/log" 2>&1 || { cat "$work/log" >&2; echo "FAIL: $study.ipynb did not run" >&2; return 1; }
-  "$python" - "$out/$study.ipynb" <<'EOF'
+    "$source_dir/notebooks/$notebook.ipynb" >"$work/log" 2>&1 || { cat "$work/log" >&2; echo "FAIL: $notebook.ipynb did not run" >&2; return 1; }
+  "$python" - "$out/$notebook.ipynb" <<'EOF'
 import json, sys
 cells = json.load(open(sys.argv[1]))["cells"]
 outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
@@ -57,22 +62,29 @@ EOF
 }
 
 text=$(run_notebook "$work/results.h5" "$work/figures")
-grep -q "layout .*grid; dimensions" <<<"$text" || { echo "$text" >&2; echo "FAIL: $study.ipynb did not report reading a grid" >&2; exit 1; }
+grep -q "layout .*grid; dimensions" <<<"$text" || { echo "$text" >&2; echo "FAIL: $notebook.ipynb did not report reading a grid" >&2; exit 1; }
 layout=$(grep -o "layout [^;]*" <<<"$text" | head -1)
 for png in $expected; do
-  [[ -s "$work/figures/$png" ]] || { echo "FAIL: $study.ipynb saved no $png" >&2; exit 1; }
+  [[ -s "$work/figures/$png" ]] || { echo "FAIL: $notebook.ipynb saved no $png" >&2; exit 1; }
   [[ "$(head -c 8 "$work/figures/$png" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] ||
-    { echo "FAIL: $study.ipynb: $png is not a PNG file" >&2; exit 1; }
+    { echo "FAIL: $notebook.ipynb: $png is not a PNG file" >&2; exit 1; }
 done
 saved=$(cd "$work/figures" && ls | sort | tr '\n' ' ')
 [[ "$saved" == "$(tr ' ' '\n' <<<"$expected" | sort | tr '\n' ' ')" ]] ||
-  { echo "FAIL: $study.ipynb saved [$saved], its list is [$expected] (update the list in $0)" >&2; exit 1; }
+  { echo "FAIL: $notebook.ipynb saved [$saved], its list is [$expected] (update the list in $0)" >&2; exit 1; }
+
+if [[ $study == fp8_training_nvfp4 ]]; then
+  # The NVFP4 study through the training notebook: a row of its table and of the operand
+  # statistics for the nvfp4 recipe (the notebook names a recipe by its file's stem).
+  [[ $(grep -c "^nvfp4 " <<<"$text") -ge 2 ]] ||
+    { echo "$text" >&2; echo "FAIL: $notebook.ipynb printed no nvfp4 rows for the NVFP4 study" >&2; exit 1; }
+fi
 
 if [[ $study == default ]]; then
   # Relative FP8LAB_RESULTS / FP8LAB_FIGURES mean the caller's working directory, not
   # notebooks/ where the kernel runs.
   relative=$( (cd "$work" && run_notebook results.h5 figures-relative) ) ||
-    { echo "FAIL: $study.ipynb did not run with relative FP8LAB_RESULTS / FP8LAB_FIGURES" >&2; exit 1; }
+    { echo "FAIL: $notebook.ipynb did not run with relative FP8LAB_RESULTS / FP8LAB_FIGURES" >&2; exit 1; }
   [[ -s "$work/figures-relative/$figure" ]] ||
     { echo "$relative" >&2; echo "FAIL: relative FP8LAB_FIGURES: no $work/figures-relative/$figure" >&2; exit 1; }
   # An interrupted run: its first half of points only (flat layout: the first rows and no
