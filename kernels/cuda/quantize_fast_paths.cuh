@@ -181,7 +181,8 @@ __global__ void tile_quantize_kernel(const float* x, std::int64_t rows, std::int
 // (rows, 128-column groups / kNarrowWarps), so no thread divides 64-bit indices (dozens of
 // instructions a warp, in a kernel that NVFP4's E2M1 encode makes issue-bound), and it walks
 // the rows from the last: after the two-level rules' tensor-amax pass, which reads x from
-// first to last, the rows at the end are still in L2.
+// first to last, the rows at the end may still be in L2 (not measured apart: with the 2-D grid
+// the two changes together moved NVFP4 from 0.598x to 0.610x a copy on the H100).
 constexpr int kNarrowWarps = 8;
 template <class F, int T>
 __global__ void __launch_bounds__(32 * kNarrowWarps)
