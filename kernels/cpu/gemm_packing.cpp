@@ -6,7 +6,10 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
+#include "kernels/cpu/cpu_isa.hpp"
+#include "kernels/cpu/gemm_packing_avx2.hpp"
 #include "kernels/formats/float_formats.hpp"
 
 namespace fp8lab::cpu::detail {
@@ -33,6 +36,7 @@ struct CodeTable {
   // The floor micro-tile's bytes per code: exponent as int8, the count's signed-lsb bytes.
   std::array<std::int8_t, 256> exponent8;
   std::array<std::uint8_t, 256> count_byte_a, count_byte_b;
+  FloorCodeFields fields;  // for the AVX2 unpacking; zero_lsb_byte is set per operand
 };
 
 template <class F>
@@ -52,6 +56,14 @@ CodeTable make_table(AccumulationModel::ZeroExponent zero) {
     t.count_byte_a[code] = signed_lsb_byte(t.value[code], t.lsb[code], kZeroLsbByteA);
     t.count_byte_b[code] = signed_lsb_byte(t.value[code], t.lsb[code], kZeroLsbByteB);
   }
+  // The AVX2 unpacking decides finiteness by magnitude: every magnitude code from the first
+  // non-finite one up must be non-finite (E4M3: 0x7f, E5M2: 0x7c-0x7f).
+  std::uint32_t first_nonfinite = 0x80;
+  while (first_nonfinite > 0 && !t.finite[first_nonfinite - 1]) --first_nonfinite;
+  for (std::uint32_t m = 0; m < first_nonfinite; ++m)
+    if (!t.finite[m] || !t.finite[m | 0x80])
+      throw std::logic_error(std::string("gemm packing: format ") + F::name + " has a non-finite code below a finite one");
+  t.fields = {F::mantissa_bits, F::exponent_bits, F::bias, t.exponent8[0], 0, static_cast<std::uint8_t>(first_nonfinite)};
   return t;
 }
 
@@ -82,10 +94,12 @@ void fill_interval_scales(const QuantizedTensor& q, const GemmPlan& plan, std::i
 // every code was finite.
 // Raw pointers and a local copy of `codes`: stores through int8 pointers may alias anything, so
 // the compiler would otherwise reload vector data pointers and code pointers on every element.
+// With `vector` (AVX2 CPUs), FP32 values and whole blocks of 8 k go through the AVX2 unpacking
+// (gemm_packing_avx2.hpp), the same bytes for finite codes.
 template <int kLines, class Value>
 bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&lines)[kLines], std::int64_t count,
                         std::int64_t padded_count, const std::array<std::uint8_t, 256>& count_byte, std::int64_t stride,
-                        Value* value, std::int8_t* exponent, std::uint8_t* lsb) {
+                        bool vector, Value* value, std::int8_t* exponent, std::uint8_t* lsb) {
   const std::uint8_t* codes[kLines];
   std::copy_n(lines, kLines, codes);
   const std::int8_t padding_exponent = table.exponent8[0];
@@ -96,7 +110,15 @@ bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&line
     lsb[at] = padding_lsb;
   };
   bool finite = true;
-  for (std::int64_t k = 0; k < count; ++k)
+  std::int64_t k_scalar = 0;
+  if constexpr (std::is_same_v<Value, float>)
+    if (vector) {
+      FloorCodeFields fields = table.fields;
+      fields.zero_lsb_byte = count_byte[0];
+      k_scalar = count / 8 * 8;
+      finite = unpack_floor_codes_avx2<kLines>(fields, codes, 0, k_scalar, stride, value, exponent, lsb);
+    }
+  for (std::int64_t k = k_scalar; k < count; ++k)
     for (int j = 0; j < kLines; ++j) {
       const std::int64_t at = k * stride + j;
       if (codes[j] == nullptr) {
@@ -121,9 +143,10 @@ bool unpack_floor_values(PackLayout layout, const CodeTable& table, const std::u
                          std::int64_t count, std::int64_t padded_count, const std::array<std::uint8_t, 256>& count_byte,
                          std::int64_t stride, std::size_t at, PackVector<float>& value, PackVector<double>& value64,
                          std::int8_t* exponent, std::uint8_t* lsb) {
+  const bool vector = active_cpu_isa() != CpuIsa::scalar;
   if (layout == PackLayout::floor_fp64)
-    return unpack_floor_lines<kLines>(table, lines, count, padded_count, count_byte, stride, &value64[at], exponent, lsb);
-  return unpack_floor_lines<kLines>(table, lines, count, padded_count, count_byte, stride, &value[at], exponent, lsb);
+    return unpack_floor_lines<kLines>(table, lines, count, padded_count, count_byte, stride, false, &value64[at], exponent, lsb);
+  return unpack_floor_lines<kLines>(table, lines, count, padded_count, count_byte, stride, vector, &value[at], exponent, lsb);
 }
 
 // Room for `size` values of the layout, not yet written: FP32 in `value`, or FP64 in `value64`

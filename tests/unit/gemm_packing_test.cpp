@@ -8,8 +8,10 @@
 
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
+#include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/gemm_packing.hpp"
 #include "kernels/quantization.hpp"
 
@@ -72,4 +74,90 @@ TEST_CASE("gemm packing: the floor layouts' padding is what zero codes give, in 
           CHECK(same_bytes(b.group_lsb, b_real.group_lsb));
           CHECK(finite);
         }
+}
+
+namespace {
+
+// rows x cols codes of `format` walking through every finite code (row r, column c: the
+// (r * cols + c + offset)-th finite code), with `nonfinite` written at (bad_row, bad_col) when set.
+QuantizedTensor every_finite_code(Fp8Format format, std::int64_t rows, std::int64_t cols, unsigned offset) {
+  const QuantizeConfig config{format, Granularity::tile(128), ScaleRule::fp32};
+  QuantizedTensor q = make_quantized_tensor(rows, cols, config);
+  std::vector<std::uint8_t> finite;
+  for (unsigned code = 0; code < 256; ++code) {
+    const unsigned magnitude = code & 0x7f;
+    const bool nonfinite = format == Fp8Format::e4m3 ? magnitude == 0x7f : magnitude >= 0x7c;
+    if (!nonfinite) finite.push_back(static_cast<std::uint8_t>(code));
+  }
+  for (std::size_t i = 0; i < q.codes.size(); ++i) q.codes[i] = finite[(i + offset) % finite.size()];
+  return q;
+}
+
+// pack_a and pack_b of q with the ISA pinned to `isa` (restored after).
+std::pair<PackedA, PackedB> pack_with(cpu::CpuIsa isa, const QuantizedTensor& q, const GemmPlan& plan,
+                                      AccumulationModel::ZeroExponent zero, bool& finite) {
+  const cpu::CpuIsa saved = cpu::active_cpu_isa();
+  cpu::set_cpu_isa(isa);
+  std::pair<PackedA, PackedB> packed{pack_a(q, plan, 32, zero, {}, 4, PackLayout::floor, finite),
+                                     pack_b(q, plan, 32, zero, {}, PackLayout::floor, finite)};
+  cpu::set_cpu_isa(saved);
+  return packed;
+}
+
+}  // namespace
+
+// The AVX2 unpacking (gemm_packing_avx2.hpp) computes each code's value, exponent byte and
+// signed-lsb byte from its fields; the scalar unpacking reads them from tables built from the
+// codec. Over every finite code of both formats, both zero conventions, A's and B's zero bytes,
+// K with and without a tail of fewer than 8, and row counts that leave null lines: same bytes.
+TEST_CASE("gemm packing: the AVX2 unpacking gives the scalar tables' bytes for every finite code") {
+  if (cpu::detected_cpu_isa() == cpu::CpuIsa::scalar) {
+    WARN("this CPU has no AVX2: the AVX2 unpacking is not tested here");
+    return;
+  }
+  for (const Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2})
+    for (const auto zero : {AccumulationModel::ZeroExponent::none, AccumulationModel::ZeroExponent::min})
+      for (const std::int64_t rows : {3, 8, 37})
+        for (const std::int64_t k : {8, 61, 256}) {
+          INFO("format " << static_cast<int>(format) << " zero " << static_cast<int>(zero) << " rows " << rows << " k " << k);
+          const GemmPlan plan = plan_for(k);
+          const QuantizedTensor q = every_finite_code(format, rows, k, static_cast<unsigned>(rows + k));
+          bool finite_scalar = true, finite_vector = true;
+          const auto [a_scalar, b_scalar] = pack_with(cpu::CpuIsa::scalar, q, plan, zero, finite_scalar);
+          const auto [a_vector, b_vector] = pack_with(cpu::CpuIsa::avx2, q, plan, zero, finite_vector);
+          CHECK(finite_scalar);
+          CHECK(finite_vector);
+          CHECK(same_bytes(a_scalar.tile_value, a_vector.tile_value));
+          CHECK(same_bytes(a_scalar.tile_exponent, a_vector.tile_exponent));
+          CHECK(same_bytes(a_scalar.tile_lsb, a_vector.tile_lsb));
+          CHECK(same_bytes(b_scalar.value, b_vector.value));
+          CHECK(same_bytes(b_scalar.group_exponent, b_vector.group_exponent));
+          CHECK(same_bytes(b_scalar.group_lsb, b_vector.group_lsb));
+        }
+}
+
+// One non-finite code anywhere (inside an 8-k block the AVX2 unpacking takes, or in the
+// scalar tail) clears the finite flag of both unpackings, for every non-finite code.
+TEST_CASE("gemm packing: the AVX2 unpacking finds every non-finite code wherever it lies") {
+  if (cpu::detected_cpu_isa() == cpu::CpuIsa::scalar) {
+    WARN("this CPU has no AVX2: the AVX2 unpacking is not tested here");
+    return;
+  }
+  const std::int64_t rows = 9, k = 45;  // the last 5 k are the scalar tail
+  const GemmPlan plan = plan_for(k);
+  for (const Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2})
+    for (unsigned code = 0; code < 256; ++code) {
+      const unsigned magnitude = code & 0x7f;
+      if (format == Fp8Format::e4m3 ? magnitude != 0x7f : magnitude < 0x7c) continue;
+      for (const auto& [row, col] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {4, 17}, {8, 39}, {8, 44}, {5, 40}}) {
+        INFO("format " << static_cast<int>(format) << " code " << code << " at " << row << ", " << col);
+        QuantizedTensor q = every_finite_code(format, rows, k, 3);
+        q.codes[static_cast<std::size_t>(row * k + col)] = static_cast<std::uint8_t>(code);
+        bool finite_scalar = true, finite_vector = true;
+        pack_with(cpu::CpuIsa::scalar, q, plan, AccumulationModel::ZeroExponent::none, finite_scalar);
+        pack_with(cpu::CpuIsa::avx2, q, plan, AccumulationModel::ZeroExponent::none, finite_vector);
+        CHECK_FALSE(finite_scalar);
+        CHECK_FALSE(finite_vector);
+      }
+    }
 }
