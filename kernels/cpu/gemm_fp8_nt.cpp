@@ -353,9 +353,27 @@ void check_selection(const std::vector<std::int64_t>& selection, std::int64_t ex
 
 std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
                            const GemmOptions& options) {
+  const std::int64_t rows = options.rows.empty() ? a.rows : static_cast<std::int64_t>(options.rows.size());
+  const std::int64_t cols = options.cols.empty() ? b.rows : static_cast<std::int64_t>(options.cols.size());
+  std::vector<float> out(static_cast<std::size_t>(rows * cols));
+  gemm_nt_into(a, b, config, out, options);
+  return out;
+}
+
+void gemm_nt_into(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config, std::span<float> out,
+                  const GemmOptions& options) {
   check_selection(options.rows, a.rows, "row");
   check_selection(options.cols, b.rows, "column");
-  if (config.accumulation.kind == AccumulationModel::Kind::block_scaled) return gemm_block_scaled(a, b, config, options);
+  const std::int64_t rows = options.rows.empty() ? a.rows : static_cast<std::int64_t>(options.rows.size());
+  const std::int64_t cols = options.cols.empty() ? b.rows : static_cast<std::int64_t>(options.cols.size());
+  if (out.size() != static_cast<std::size_t>(rows * cols))
+    throw std::invalid_argument("gemm_nt_into: the output holds " + std::to_string(out.size()) + " values, the GEMM gives " +
+                                std::to_string(rows) + " x " + std::to_string(cols));
+  if (config.accumulation.kind == AccumulationModel::Kind::block_scaled) {
+    const std::vector<float> c = gemm_block_scaled(a, b, config, options);
+    std::copy(c.begin(), c.end(), out.begin());
+    return;
+  }
   const GemmPlan plan = plan_gemm(a, b, config);
   const std::int64_t depth = config.accumulation.kind == AccumulationModel::Kind::fp32 ? 32 : config.accumulation.depth;
 
@@ -386,7 +404,7 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
                            : fp32_model        ? (avx512 ? FloorTile::fp32_wide_avx512 : FloorTile::fp32_wide_avx2)
                            : wide_floor_layout ? (avx512 ? FloorTile::wide_avx512 : FloorTile::wide_avx2)
                                                : FloorTile::avx2;
-    if (finite) return detail::gemm_floor(fa, fb, plan, config, depth, threads, tile);
+    if (finite) return detail::gemm_floor(fa, fb, plan, config, depth, threads, tile, out.data());
   }
   bool all_finite = true;
   const PackedA pa = detail::pack_a(a, plan, depth, zero, options.rows, kRowsPerTile, detail::PackLayout::convert, all_finite);
@@ -416,13 +434,11 @@ std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, c
                std::min(pb.panels, (qc + 1) * kPanelChunk), i_begin, std::min(instructions, i_begin + block_instructions));
   }
 
-  std::vector<float> out(static_cast<std::size_t>(out_rows * pb.cols));
   for (std::int64_t r = 0; r < out_rows; ++r)
     for (std::int64_t c = 0; c < pb.cols; ++c) {
       out[static_cast<std::size_t>(r * pb.cols + c)] =
           detail::stored_output(acc[static_cast<std::size_t>(r * state_cols + c)], config.output == OutputType::bf16);
     }
-  return out;
 }
 
 }  // namespace fp8lab::cpu

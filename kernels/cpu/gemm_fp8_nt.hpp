@@ -8,6 +8,7 @@
 // K is zero-padded to a multiple of the instruction depth.
 // Results do not depend on the thread count: every output element is one fixed sequence.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kernels/gemm_config.hpp"
@@ -37,5 +38,11 @@ struct GemmOptions {
 
 std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
                            const GemmOptions& options = {});
+
+// The same into caller-owned storage of (rows taken) x (columns taken) floats, row-major; every
+// element is written (the training step's GEMMs write their output tensors in place: a returned
+// vector cost a serial zero fill and a serial copy per GEMM).
+void gemm_nt_into(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config, std::span<float> out,
+                  const GemmOptions& options = {});
 
 }  // namespace fp8lab::cpu

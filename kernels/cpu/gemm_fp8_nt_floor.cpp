@@ -187,10 +187,9 @@ static FP8LAB_TARGET_AVX2 void tile_floor_avx2(const FloorProblem& pr, std::int6
   }
 }
 
-std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan& plan, const GemmConfig& config,
-                              std::int64_t depth, int threads, FloorTile tile) {
-  std::vector<float> out(static_cast<std::size_t>(a.rows * b.cols));
-  const FloorProblem pr{a, b, plan, config.accumulation.fraction_bits, depth, plan.padded_k / depth, out.data(),
+void gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan& plan, const GemmConfig& config, std::int64_t depth,
+                int threads, FloorTile tile, float* out) {
+  const FloorProblem pr{a, b, plan, config.accumulation.fraction_bits, depth, plan.padded_k / depth, out,
                         a.rows, b.cols, config.output == OutputType::bf16};
   // Tasks of 16 rows x 4 groups: a group's B slice is reused by the task's 4 row tiles, and a
   // small GEMM (a 64-row Wgrad) still has a task for each thread.
@@ -211,7 +210,6 @@ std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan
           case FloorTile::fp64_avx2: tile_floor_fp64_avx2(pr, r, group, std::min(kGroupPanels, b.panels - group * kGroupPanels)); break;
         }
   }
-  return out;
 }
 
 }  // namespace fp8lab::cpu::detail

@@ -110,9 +110,9 @@ void tile_fp32_wide_avx512(const FloorProblem& pr, std::int64_t row0, std::int64
 void tile_fp32_wide_avx2(const FloorProblem& pr, std::int64_t row0, std::int64_t group);
 
 // The whole GEMM by a micro-tile on the floor layout, on operands packed with floor_count and
-// all finite: C as [a.rows][b.cols], bf16-rounded if the config says so.
-std::vector<float> gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan& plan, const GemmConfig& config,
-                              std::int64_t depth, int threads, FloorTile tile);
+// all finite: C as [a.rows][b.cols] into `out`, bf16-rounded if the config says so.
+void gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan& plan, const GemmConfig& config, std::int64_t depth,
+                int threads, FloorTile tile, float* out);
 
 // Instructions [i_begin, i_end) of the fused model for rows row0..row0+3 and one panel.
 void tile_fused_wide_avx512(const GemmProblem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,

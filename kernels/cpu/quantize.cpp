@@ -186,9 +186,17 @@ QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64
 }
 
 std::vector<float> dequantize(const QuantizedTensor& q) {
+  std::vector<float> x(q.codes.size());
+  dequantize_into(q, x);
+  return x;
+}
+
+void dequantize_into(const QuantizedTensor& q, std::span<float> x) {
+  if (x.size() != q.codes.size())
+    throw std::invalid_argument("dequantize_into: the output holds " + std::to_string(x.size()) + " values, the tensor " +
+                                std::to_string(q.codes.size()));
   const std::array<float, 256>& table = decode_table_for(q.config.format);
   const float tensor_decode = q.tensor_scale.decode;  // 1 but for the two-level rules
-  std::vector<float> x(q.codes.size());
   // Row by row, a tile's scale looked up once per row segment: x = decode(q) * (scale * tensor decode).
 #pragma omp parallel for schedule(static) if (q.rows * q.cols >= kParallelQuantizeElements)
   for (std::int64_t r = 0; r < q.rows; ++r)
@@ -200,7 +208,6 @@ std::vector<float> dequantize(const QuantizedTensor& q) {
         x[i] = table[q.codes[i]] * scale;
       }
     }
-  return x;
 }
 
 }  // namespace fp8lab::cpu

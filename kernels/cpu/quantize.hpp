@@ -39,4 +39,8 @@ void quantize_into(std::span<const float> x, QuantizedTensor& out);
 // x' = fl32(decode(q) * fl32(sf * tensor decode)), rows x cols row-major.
 std::vector<float> dequantize(const QuantizedTensor& q);
 
+// The same into caller-owned storage of q.rows * q.cols floats (requantize_transposed's
+// uninitialized buffer: a vector's zero fill was a serial memset beside a parallel pass).
+void dequantize_into(const QuantizedTensor& q, std::span<float> x);
+
 }  // namespace fp8lab::cpu

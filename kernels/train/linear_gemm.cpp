@@ -103,13 +103,12 @@ class SmallGemmThreads {
   bool small_;
 };
 
-// c = out, or c += out (a Wgrad slice accumulating), elementwise on the thread team when large.
-void add_or_copy(const std::vector<float>& out, float* c, bool accumulate) {
+// C = A B^T written in place, or C += A B^T (a Wgrad slice accumulating; the sum elementwise
+// on the thread team when large).
+void gemm_into(const QuantizedTensor& qa, const QuantizedTensor& qb, const GemmConfig& gemm, float* c, bool accumulate) {
+  if (!accumulate) return cpu::gemm_nt_into(qa, qb, gemm, {c, static_cast<std::size_t>(qa.rows * qb.rows)});
+  const std::vector<float> out = cpu::gemm_nt(qa, qb, gemm);
   const auto n = static_cast<std::int64_t>(out.size());
-  if (!accumulate) {
-    std::memcpy(c, out.data(), sizeof(float) * out.size());
-    return;
-  }
 #pragma omp parallel for schedule(static) if (n >= kParallelTransposeElements)
   for (std::int64_t i = 0; i < n; ++i) c[i] += out[static_cast<std::size_t>(i)];
 }
@@ -152,7 +151,7 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
       tally_operand(qa, ac, call.tally->a, {}, p.delayed_scaling ? call.delayed_a->scaler.scale() : 0.0f);
       tally_operand(qb, bc, call.tally->b, {}, p.delayed_scaling ? call.delayed_b->scaler.scale() : 0.0f);
     }
-    add_or_copy(cpu::gemm_nt(qa, qb, p.gemm), c, accumulate);
+    gemm_into(qa, qb, p.gemm, c, accumulate);
   } else {
     throw std::logic_error("fp8 GEMMs run in an FP32 step only");
   }
@@ -171,11 +170,15 @@ void plain_nn(const GemmCall& call, const Real* a, std::int64_t lda, bool a_tran
     auto* ra = static_cast<Real*>(wa.data());
     auto* rb = static_cast<Real*>(wb.data());
     // A rounded in its own layout, packed (rows of `cols` values). One loop per format, so the
-    // rounding inlines into it (a call per element cost 2% of an FP8 step).
+    // rounding inlines into it (a call per element cost 2% of an FP8 step); on the thread team
+    // when large (elementwise: same bits).
     const std::int64_t rows = a_transposed ? k : m, cols = a_transposed ? m : k;
+    const bool parallel = std::max(rows * cols, k * n) >= kParallelTransposeElements;
     const auto round_operands = [&](auto round) {
+#pragma omp parallel for schedule(static) if (parallel)
       for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t j = 0; j < cols; ++j) ra[r * cols + j] = static_cast<Real>(round(static_cast<float>(a[r * lda + j])));
+#pragma omp parallel for schedule(static) if (parallel)
       for (std::int64_t i = 0; i < k * n; ++i) rb[i] = static_cast<Real>(round(static_cast<float>(bkn[i])));
     };
     if (kind == Kind::bf16)
@@ -270,7 +273,7 @@ void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, 
       tally_requantized(qa, first_a, std::span<const float>(dyt.data(), static_cast<std::size_t>(m * k)), call.tally->a);
       tally_requantized(qb, first_b, std::span<const float>(xt.data(), static_cast<std::size_t>(n * k)), call.tally->b);
     }
-    add_or_copy(cpu::gemm_nt(qa, qb, call.precision.gemm), dw.data(), accumulate);
+    gemm_into(qa, qb, call.precision.gemm, dw.data(), accumulate);
   } else {
     throw std::logic_error("fp8 GEMMs run in an FP32 step only");
   }
