@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -9,6 +10,7 @@
 #include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/quantize_nvfp4_4over6.hpp"
 #include "kernels/cpu/quantize_rows_avx2.hpp"
+#include "kernels/cpu/transpose.hpp"
 
 namespace fp8lab::cpu {
 namespace {
@@ -208,6 +210,31 @@ void dequantize_into(const QuantizedTensor& q, std::span<float> x) {
         x[i] = table[q.codes[i]] * scale;
       }
     }
+}
+
+void dequantize_transposed_into(const QuantizedTensor& q, std::span<float> xt) {
+  if (xt.size() != q.codes.size())
+    throw std::invalid_argument("dequantize_transposed_into: the output holds " + std::to_string(xt.size()) +
+                                " values, the tensor " + std::to_string(q.codes.size()));
+  const std::array<float, 256>& table = decode_table_for(q.config.format);
+  const float tensor_decode = q.tensor_scale.decode;
+  const bool parallel = q.rows * q.cols >= kParallelQuantizeElements;
+  const auto size = static_cast<std::size_t>(q.rows * q.cols);
+  const auto codes = std::make_unique_for_overwrite<std::uint8_t[]>(size);  // cols x rows, every byte written
+  transpose(q.codes.data(), q.rows, q.cols, q.cols, codes.get(), parallel);
+  // scale[j][r] = fl32(sf(r, tile column j) * tensor decode), dequantize's per-segment scale.
+  std::vector<float> scale(static_cast<std::size_t>(q.scale_cols * q.rows));
+  for (std::int64_t j = 0; j < q.scale_cols; ++j)
+    for (std::int64_t r = 0; r < q.rows; ++r)
+      scale[static_cast<std::size_t>(j * q.rows + r)] = q.scale_of(r, j * q.tile_cols) * tensor_decode;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (std::int64_t c = 0; c < q.cols; ++c) {
+    const float* column_scale = &scale[static_cast<std::size_t>((c / q.tile_cols) * q.rows)];
+    for (std::int64_t r = 0; r < q.rows; ++r) {
+      const auto i = static_cast<std::size_t>(c * q.rows + r);
+      xt[i] = table[codes[i]] * column_scale[r];
+    }
+  }
 }
 
 }  // namespace fp8lab::cpu

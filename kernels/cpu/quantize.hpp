@@ -43,4 +43,9 @@ std::vector<float> dequantize(const QuantizedTensor& q);
 // uninitialized buffer: a vector's zero fill was a serial memset beside a parallel pass).
 void dequantize_into(const QuantizedTensor& q, std::span<float> x);
 
+// x'^T (cols x rows), the same values as dequantize's transposed, into caller-owned storage:
+// the codes are transposed as bytes and decoded in the transposed order (requantize_transposed;
+// a transpose of the FP32 values moved four times the bytes).
+void dequantize_transposed_into(const QuantizedTensor& q, std::span<float> xt);
+
 }  // namespace fp8lab::cpu

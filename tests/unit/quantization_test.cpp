@@ -1,6 +1,9 @@
 // Granularity parsing, scale-grid geometry (padding visible), and the scale rule edge cases.
 #include <catch2/catch.hpp>
+#include <bit>
+#include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cpu/requantize_transposed.hpp"
@@ -89,4 +92,38 @@ TEST_CASE("requantize_transposed: needs 1xT tiles, returns the transposed geomet
   CHECK(t.cols == 64);
   CHECK(t.scale_rows == 300);
   CHECK(t.scale_cols == 2);
+}
+
+// dequantize_transposed_into decodes transposed codes with transposed scales; oracle: dequantize,
+// then the FP32 values transposed. Bit for bit on ragged shapes, for 1xT tiles, 128x128 blocks,
+// a per-tensor scale and NVFP4's two levels (a tensor decode scale besides the block scales).
+TEST_CASE("dequantize_transposed_into: the transpose of dequantize, bit for bit") {
+  const std::int64_t rows = 37, cols = 300;
+  std::vector<float> x(static_cast<std::size_t>(rows * cols));
+  std::uint32_t state = 12345;
+  for (float& v : x) {
+    state = state * 1664525u + 1013904223u;
+    v = (static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * static_cast<float>(1 + (state & 7) * 37);
+  }
+  const std::vector<QuantizeConfig> configs = {{Fp8Format::e4m3, Granularity::tile(128), ScaleRule::fp32},
+                                               {Fp8Format::e5m2, Granularity::block(128), ScaleRule::pow2},
+                                               {Fp8Format::e4m3, Granularity::tensor(), ScaleRule::fp32},
+                                               {ElementFormat(ElementFormat::Kind::e2m1), Granularity::tile(16), ScaleRule::nvfp4}};
+  for (const QuantizeConfig& config : configs) {
+    INFO(config.granularity.to_string() << " " << scale_rule_name(config.scale_rule));
+    const QuantizedTensor q = cpu::quantize(x, rows, cols, config);
+    const std::vector<float> plain = cpu::dequantize(q);
+    std::vector<float> transposed(plain.size());
+    cpu::dequantize_transposed_into(q, transposed);
+    std::size_t mismatches = 0;
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c)
+        if (std::bit_cast<std::uint32_t>(transposed[static_cast<std::size_t>(c * rows + r)]) !=
+            std::bit_cast<std::uint32_t>(plain[static_cast<std::size_t>(r * cols + c)]))
+          ++mismatches;
+    CHECK(mismatches == 0);
+  }
+  std::vector<float> short_output(10);
+  CHECK_THROWS_WITH(cpu::dequantize_transposed_into(cpu::quantize(x, rows, cols, configs[0]), short_output),
+                    Catch::Contains("the output holds 10 values"));
 }
