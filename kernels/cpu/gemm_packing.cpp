@@ -56,8 +56,10 @@ CodeTable make_table(AccumulationModel::ZeroExponent zero) {
     t.count_byte_a[code] = signed_lsb_byte(t.value[code], t.lsb[code], kZeroLsbByteA);
     t.count_byte_b[code] = signed_lsb_byte(t.value[code], t.lsb[code], kZeroLsbByteB);
   }
-  // The AVX2 unpacking decides finiteness by magnitude: every magnitude code from the first
-  // non-finite one up must be non-finite (E4M3: 0x7f, E5M2: 0x7c-0x7f).
+  // The AVX2 unpacking decides finiteness by magnitude (code & 0x7f): every code, of either
+  // sign, below the first non-finite magnitude must be finite (checked here), and every one from
+  // it up is taken as non-finite (E4M3: 0x7f, E5M2: 0x7c-0x7f; were one finite, a GEMM with it
+  // would only run the slower scalar tiles).
   std::uint32_t first_nonfinite = 0x80;
   while (first_nonfinite > 0 && !t.finite[first_nonfinite - 1]) --first_nonfinite;
   for (std::uint32_t m = 0; m < first_nonfinite; ++m)
@@ -94,12 +96,12 @@ void fill_interval_scales(const QuantizedTensor& q, const GemmPlan& plan, std::i
 // every code was finite.
 // Raw pointers and a local copy of `codes`: stores through int8 pointers may alias anything, so
 // the compiler would otherwise reload vector data pointers and code pointers on every element.
-// With `vector` (AVX2 CPUs), FP32 values and whole blocks of 8 k go through the AVX2 unpacking
+// With `use_avx2` (AVX2 CPUs), FP32 values and whole blocks of 8 k go through the AVX2 unpacking
 // (gemm_packing_avx2.hpp), the same bytes for finite codes.
 template <int kLines, class Value>
 bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&lines)[kLines], std::int64_t count,
                         std::int64_t padded_count, const std::array<std::uint8_t, 256>& count_byte, std::int64_t stride,
-                        bool vector, Value* value, std::int8_t* exponent, std::uint8_t* lsb) {
+                        bool use_avx2, Value* value, std::int8_t* exponent, std::uint8_t* lsb) {
   const std::uint8_t* codes[kLines];
   std::copy_n(lines, kLines, codes);
   const std::int8_t padding_exponent = table.exponent8[0];
@@ -112,7 +114,7 @@ bool unpack_floor_lines(const CodeTable& table, const std::uint8_t* const (&line
   bool finite = true;
   std::int64_t k_scalar = 0;
   if constexpr (std::is_same_v<Value, float>)
-    if (vector) {
+    if (use_avx2) {
       FloorCodeFields fields = table.fields;
       fields.zero_lsb_byte = count_byte[0];
       k_scalar = count / 8 * 8;
@@ -143,10 +145,10 @@ bool unpack_floor_values(PackLayout layout, const CodeTable& table, const std::u
                          std::int64_t count, std::int64_t padded_count, const std::array<std::uint8_t, 256>& count_byte,
                          std::int64_t stride, std::size_t at, PackVector<float>& value, PackVector<double>& value64,
                          std::int8_t* exponent, std::uint8_t* lsb) {
-  const bool vector = active_cpu_isa() != CpuIsa::scalar;
+  const bool use_avx2 = active_cpu_isa() != CpuIsa::scalar;
   if (layout == PackLayout::floor_fp64)
     return unpack_floor_lines<kLines>(table, lines, count, padded_count, count_byte, stride, false, &value64[at], exponent, lsb);
-  return unpack_floor_lines<kLines>(table, lines, count, padded_count, count_byte, stride, vector, &value[at], exponent, lsb);
+  return unpack_floor_lines<kLines>(table, lines, count, padded_count, count_byte, stride, use_avx2, &value[at], exponent, lsb);
 }
 
 // Room for `size` values of the layout, not yet written: FP32 in `value`, or FP64 in `value64`

@@ -1,6 +1,10 @@
+// The AVX2 unpacking of FP8 codes into the floor layouts: the contract is in
+// gemm_packing_avx2.hpp, the layouts in gemm_packing.hpp.
 #include "kernels/cpu/gemm_packing_avx2.hpp"
 
 #include <immintrin.h>
+
+#include <stdexcept>
 
 #include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/gemm_packing.hpp"
@@ -21,7 +25,9 @@ struct Unpacked32 {
 //   lsb = e - M + ctz(sig)                       the exponent of the value's lowest set bit
 // and the signed-lsb byte lsb + 32 + 128 [negative] (mod 256, as the scalar table's uint8 cast).
 // Zero codes (either sign) take the zero convention's exponent byte and the operand's zero byte.
-// Every byte step stays in int8 range: field <= 31, e in [-14, 16], e - M + 127 in [111, 141].
+// The byte steps: field <= 31 and e in [-14, 16] fit int8, where max_epi8 and cmpgt_epi8 read
+// them; e - M + 127 in [111, 141] is read as uint8 (cvtepu8); the signed-lsb byte wraps mod 256
+// on purpose, as the scalar table's uint8 cast does.
 FP8LAB_TARGET_AVX2 inline Unpacked32 unpack32(const FloorCodeFields& f, __m256i c) {
   const int M = f.mantissa_bits;
   const __m256i magnitude = _mm256_and_si256(c, _mm256_set1_epi8(0x7f));
@@ -32,7 +38,7 @@ FP8LAB_TARGET_AVX2 inline Unpacked32 unpack32(const FloorCodeFields& f, __m256i 
   const __m256i normal = _mm256_cmpgt_epi8(field, _mm256_setzero_si256());
   const __m256i e = _mm256_sub_epi8(_mm256_max_epi8(field, _mm256_set1_epi8(1)), _mm256_set1_epi8(static_cast<char>(f.bias)));
   const __m256i sig = _mm256_or_si256(mantissa, _mm256_and_si256(normal, _mm256_set1_epi8(static_cast<char>(1 << M))));
-  // ctz of sig in [1, 15] (sig = 0 only for zeros, whose lsb byte is replaced below).
+  // ctz(sig) for sig in [1, 15] (sig = 0 only for zeros, whose lsb byte is replaced below).
   const __m256i ctz_table = _mm256_setr_epi8(0, 0, 1, 0, 2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0,  //
                                              0, 0, 1, 0, 2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0);
   const __m256i e_minus_m = _mm256_sub_epi8(e, _mm256_set1_epi8(static_cast<char>(M)));
@@ -75,8 +81,8 @@ template <>
 FP8LAB_TARGET_AVX2 bool unpack_floor_codes_avx2<4>(const FloorCodeFields& f, const std::uint8_t* const (&lines)[4],
                                                    std::int64_t k_begin, std::int64_t k_end, std::int64_t stride, float* value,
                                                    std::int8_t* exponent, std::uint8_t* lsb) {
-  // stride is 4 (A's [tile][k][row]): 8 k of the 4 rows are 32 consecutive codes.
-  (void)stride;
+  // A's [tile][k][row]: 8 k of the 4 rows are 32 consecutive codes, so the stride must be 4.
+  if (stride != 4) throw std::logic_error("unpack_floor_codes_avx2<4>: the stride must be 4 (A's tile layout)");
   __m256i finite = _mm256_set1_epi8(-1);
   for (std::int64_t k = k_begin; k < k_end; k += 8) {
     // Bytes [line][k] to [k][line]: pairs of lines, then pairs of pairs.

@@ -12,11 +12,14 @@
 // 2. against the FP64 GEMM on integer-valued operands with power-of-two scales, where both
 //    arithmetics are exact (the bound on the sizes is derived below).
 #include <catch2/catch.hpp>
+#include <limits>
 #include <random>
+#include <vector>
 
 #include "harness/metrics/error_metrics.hpp"
 #include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/gemm_fp8_nt.hpp"
+#include "kernels/cpu/quantize.hpp"
 #include "tests/support/gemm_operands.hpp"
 
 using namespace fp8lab;
@@ -203,6 +206,44 @@ TEST_CASE("sampled outputs equal the same entries of the full GEMM") {
     for (std::size_t j = 0; j < cols.size(); ++j)
       CHECK(float_bits(sampled[i * cols.size() + j]) ==
             float_bits(full[static_cast<std::size_t>(rows[i] * 40 + cols[j])]));
+}
+
+// gemm_nt_into writes every element of the caller's buffer (pre-filled with NaN, which a missed
+// write would leave) with gemm_nt's bits, whole and sampled, for the floor micro-tile (hopper),
+// the conversion tiles (fp32 model) and the block-scaled path; a buffer of the wrong size is
+// refused, naming both sizes.
+TEST_CASE("gemm_nt_into writes gemm_nt's bits into every element of the caller's buffer") {
+  std::mt19937_64 rng(6);
+  const QuantizedTensor a = test::random_code_operand(30, 300, Fp8Format::e4m3, "tile:1x128", rng, false);
+  const QuantizedTensor b = test::random_code_operand(41, 300, Fp8Format::e4m3, "block:128x128", rng, false);
+  // The block-scaled MMA takes UE8M0 scales: MXFP8 operands of the same shapes.
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> xa(30 * 300), xb(41 * 300);
+  for (float& v : xa) v = normal(rng);
+  for (float& v : xb) v = normal(rng);
+  const QuantizeConfig mx{Fp8Format::e4m3, Granularity::tile(32), ScaleRule::mx_rceil};
+  const QuantizedTensor mxa = cpu::quantize(xa, 30, 300, mx), mxb = cpu::quantize(xb, 41, 300, mx);
+  struct Case {
+    const char* model;
+    const char* interval;
+    const QuantizedTensor& a;
+    const QuantizedTensor& b;
+  };
+  for (const Case& c : {Case{"hopper", "128", a, b}, Case{"fp32", "128", a, b}, Case{"b200", "never", mxa, mxb}}) {
+    INFO(c.model);
+    const GemmConfig config{AccumulationModel::parse(c.model), PromotionInterval::parse(c.interval), OutputType::fp32};
+    const std::vector<std::int64_t> rows = {29, 3, 17}, cols = {0, 40, 8, 9, 21};
+    for (const cpu::GemmOptions& options : {cpu::GemmOptions{}, cpu::GemmOptions{0, false, rows, cols}}) {
+      const std::vector<float> want = cpu::gemm_nt(c.a, c.b, config, options);
+      std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
+      cpu::gemm_nt_into(c.a, c.b, config, got, options);
+      std::size_t mismatches = 0;
+      for (std::size_t i = 0; i < want.size(); ++i) mismatches += float_bits(got[i]) != float_bits(want[i]);
+      CHECK(mismatches == 0);
+    }
+    std::vector<float> short_buffer(30 * 41 - 1);
+    CHECK_THROWS_WITH(cpu::gemm_nt_into(c.a, c.b, config, short_buffer), Catch::Contains("holds 1229 values, the GEMM gives 30 x 41"));
+  }
 }
 
 namespace {

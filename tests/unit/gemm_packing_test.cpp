@@ -6,6 +6,7 @@
 // packings must agree byte for byte, values (FP32 and FP64 layouts), exponents and lsb bytes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <utility>
@@ -93,15 +94,24 @@ QuantizedTensor every_finite_code(Fp8Format format, std::int64_t rows, std::int6
   return q;
 }
 
-// pack_a and pack_b of q with the ISA pinned to `isa` (restored after).
+// pack_a and pack_b of q with the ISA pinned to `isa` (restored after); each clears its own flag
+// (so a finite check broken in one of the two unpackings cannot hide behind the other's).
 std::pair<PackedA, PackedB> pack_with(cpu::CpuIsa isa, const QuantizedTensor& q, const GemmPlan& plan,
-                                      AccumulationModel::ZeroExponent zero, bool& finite) {
+                                      AccumulationModel::ZeroExponent zero, bool& finite_a, bool& finite_b) {
   const cpu::CpuIsa saved = cpu::active_cpu_isa();
   cpu::set_cpu_isa(isa);
-  std::pair<PackedA, PackedB> packed{pack_a(q, plan, 32, zero, {}, 4, PackLayout::floor, finite),
-                                     pack_b(q, plan, 32, zero, {}, PackLayout::floor, finite)};
+  std::pair<PackedA, PackedB> packed{pack_a(q, plan, 32, zero, {}, 4, PackLayout::floor, finite_a),
+                                     pack_b(q, plan, 32, zero, {}, PackLayout::floor, finite_b)};
   cpu::set_cpu_isa(saved);
   return packed;
+}
+
+// The first index where two byte layouts differ, or -1 (printed when a comparison fails).
+template <class V>
+std::int64_t first_difference(const V& a, const V& b) {
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(a[0])) != 0) return static_cast<std::int64_t>(i);
+  return a.size() == b.size() ? -1 : static_cast<std::int64_t>(std::min(a.size(), b.size()));
 }
 
 }  // namespace
@@ -122,17 +132,19 @@ TEST_CASE("gemm packing: the AVX2 unpacking gives the scalar tables' bytes for e
           INFO("format " << static_cast<int>(format) << " zero " << static_cast<int>(zero) << " rows " << rows << " k " << k);
           const GemmPlan plan = plan_for(k);
           const QuantizedTensor q = every_finite_code(format, rows, k, static_cast<unsigned>(rows + k));
-          bool finite_scalar = true, finite_vector = true;
-          const auto [a_scalar, b_scalar] = pack_with(cpu::CpuIsa::scalar, q, plan, zero, finite_scalar);
-          const auto [a_vector, b_vector] = pack_with(cpu::CpuIsa::avx2, q, plan, zero, finite_vector);
-          CHECK(finite_scalar);
-          CHECK(finite_vector);
-          CHECK(same_bytes(a_scalar.tile_value, a_vector.tile_value));
-          CHECK(same_bytes(a_scalar.tile_exponent, a_vector.tile_exponent));
-          CHECK(same_bytes(a_scalar.tile_lsb, a_vector.tile_lsb));
-          CHECK(same_bytes(b_scalar.value, b_vector.value));
-          CHECK(same_bytes(b_scalar.group_exponent, b_vector.group_exponent));
-          CHECK(same_bytes(b_scalar.group_lsb, b_vector.group_lsb));
+          bool finite_a = true, finite_b = true, finite_vector_a = true, finite_vector_b = true;
+          const auto [a_scalar, b_scalar] = pack_with(cpu::CpuIsa::scalar, q, plan, zero, finite_a, finite_b);
+          const auto [a_vector, b_vector] = pack_with(cpu::CpuIsa::avx2, q, plan, zero, finite_vector_a, finite_vector_b);
+          CHECK(finite_a);
+          CHECK(finite_b);
+          CHECK(finite_vector_a);
+          CHECK(finite_vector_b);
+          CHECK(first_difference(a_scalar.tile_value, a_vector.tile_value) == -1);
+          CHECK(first_difference(a_scalar.tile_exponent, a_vector.tile_exponent) == -1);
+          CHECK(first_difference(a_scalar.tile_lsb, a_vector.tile_lsb) == -1);
+          CHECK(first_difference(b_scalar.value, b_vector.value) == -1);
+          CHECK(first_difference(b_scalar.group_exponent, b_vector.group_exponent) == -1);
+          CHECK(first_difference(b_scalar.group_lsb, b_vector.group_lsb) == -1);
         }
 }
 
@@ -153,11 +165,13 @@ TEST_CASE("gemm packing: the AVX2 unpacking finds every non-finite code wherever
         INFO("format " << static_cast<int>(format) << " code " << code << " at " << row << ", " << col);
         QuantizedTensor q = every_finite_code(format, rows, k, 3);
         q.codes[static_cast<std::size_t>(row * k + col)] = static_cast<std::uint8_t>(code);
-        bool finite_scalar = true, finite_vector = true;
-        pack_with(cpu::CpuIsa::scalar, q, plan, AccumulationModel::ZeroExponent::none, finite_scalar);
-        pack_with(cpu::CpuIsa::avx2, q, plan, AccumulationModel::ZeroExponent::none, finite_vector);
-        CHECK_FALSE(finite_scalar);
-        CHECK_FALSE(finite_vector);
+        bool finite_a = true, finite_b = true, finite_vector_a = true, finite_vector_b = true;
+        pack_with(cpu::CpuIsa::scalar, q, plan, AccumulationModel::ZeroExponent::none, finite_a, finite_b);
+        pack_with(cpu::CpuIsa::avx2, q, plan, AccumulationModel::ZeroExponent::none, finite_vector_a, finite_vector_b);
+        CHECK_FALSE(finite_a);
+        CHECK_FALSE(finite_b);
+        CHECK_FALSE(finite_vector_a);
+        CHECK_FALSE(finite_vector_b);
       }
     }
 }

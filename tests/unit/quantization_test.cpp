@@ -95,8 +95,9 @@ TEST_CASE("requantize_transposed: needs 1xT tiles, returns the transposed geomet
 }
 
 // dequantize_transposed_into decodes transposed codes with transposed scales; oracle: dequantize,
-// then the FP32 values transposed. Bit for bit on ragged shapes, for 1xT tiles, 128x128 blocks,
-// a per-tensor scale and NVFP4's two levels (a tensor decode scale besides the block scales).
+// then the FP32 values transposed. Bit for bit on ragged shapes, for 1xT tiles, 16x16 blocks
+// (three block rows over 37 rows: scales that change along the transposed rows), a per-tensor
+// scale and NVFP4's two levels (a tensor decode scale besides the block scales).
 TEST_CASE("dequantize_transposed_into: the transpose of dequantize, bit for bit") {
   const std::int64_t rows = 37, cols = 300;
   std::vector<float> x(static_cast<std::size_t>(rows * cols));
@@ -106,7 +107,7 @@ TEST_CASE("dequantize_transposed_into: the transpose of dequantize, bit for bit"
     v = (static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * static_cast<float>(1 + (state & 7) * 37);
   }
   const std::vector<QuantizeConfig> configs = {{Fp8Format::e4m3, Granularity::tile(128), ScaleRule::fp32},
-                                               {Fp8Format::e5m2, Granularity::block(128), ScaleRule::pow2},
+                                               {Fp8Format::e5m2, Granularity::block(16), ScaleRule::pow2},
                                                {Fp8Format::e4m3, Granularity::tensor(), ScaleRule::fp32},
                                                {ElementFormat(ElementFormat::Kind::e2m1), Granularity::tile(16), ScaleRule::nvfp4}};
   for (const QuantizeConfig& config : configs) {
