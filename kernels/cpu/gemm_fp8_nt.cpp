@@ -349,13 +349,16 @@ void check_selection(const std::vector<std::int64_t>& selection, std::int64_t ex
                                   std::to_string(extent - 1));
 }
 
+// How many rows (columns) of an operand a GEMM takes: the selection's, or all `extent`.
+std::int64_t taken(const std::vector<std::int64_t>& selection, std::int64_t extent) {
+  return selection.empty() ? extent : static_cast<std::int64_t>(selection.size());
+}
+
 }  // namespace
 
 std::vector<float> gemm_nt(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
                            const GemmOptions& options) {
-  const std::int64_t rows = options.rows.empty() ? a.rows : static_cast<std::int64_t>(options.rows.size());
-  const std::int64_t cols = options.cols.empty() ? b.rows : static_cast<std::int64_t>(options.cols.size());
-  std::vector<float> out(static_cast<std::size_t>(rows * cols));
+  std::vector<float> out(static_cast<std::size_t>(taken(options.rows, a.rows) * taken(options.cols, b.rows)));
   gemm_nt_into(a, b, config, out, options);
   return out;
 }
@@ -364,8 +367,7 @@ void gemm_nt_into(const QuantizedTensor& a, const QuantizedTensor& b, const Gemm
                   const GemmOptions& options) {
   check_selection(options.rows, a.rows, "row");
   check_selection(options.cols, b.rows, "column");
-  const std::int64_t rows = options.rows.empty() ? a.rows : static_cast<std::int64_t>(options.rows.size());
-  const std::int64_t cols = options.cols.empty() ? b.rows : static_cast<std::int64_t>(options.cols.size());
+  const std::int64_t rows = taken(options.rows, a.rows), cols = taken(options.cols, b.rows);
   if (out.size() != static_cast<std::size_t>(rows * cols))
     throw std::invalid_argument("gemm_nt_into: the output holds " + std::to_string(out.size()) + " values, the GEMM gives " +
                                 std::to_string(rows) + " x " + std::to_string(cols));

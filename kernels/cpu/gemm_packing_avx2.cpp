@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/cpu/gemm_packing.hpp"
+#include "kernels/cpu/transpose.hpp"
 
 namespace fp8lab::cpu::detail {
 namespace {
@@ -105,15 +106,11 @@ FP8LAB_TARGET_AVX2 bool unpack_floor_codes_avx2<8>(const FloorCodeFields& f, con
   __m256i finite = _mm256_set1_epi8(-1);
   for (std::int64_t k = k_begin; k < k_end; k += 8) {
     // An 8 x 8 byte transpose: [line][k] to [k][line], two k per 16 bytes, four k per vector.
-    const __m128i l01 = _mm_unpacklo_epi8(load8(lines[0], k), load8(lines[1], k));
-    const __m128i l23 = _mm_unpacklo_epi8(load8(lines[2], k), load8(lines[3], k));
-    const __m128i l45 = _mm_unpacklo_epi8(load8(lines[4], k), load8(lines[5], k));
-    const __m128i l67 = _mm_unpacklo_epi8(load8(lines[6], k), load8(lines[7], k));
-    const __m128i lo03 = _mm_unpacklo_epi16(l01, l23), hi03 = _mm_unpackhi_epi16(l01, l23);  // k 0-3, 4-7 of lines 0-3
-    const __m128i lo47 = _mm_unpacklo_epi16(l45, l67), hi47 = _mm_unpackhi_epi16(l45, l67);  // ... of lines 4-7
-    const __m256i codes[2] = {
-        _mm256_set_m128i(_mm_unpackhi_epi32(lo03, lo47), _mm_unpacklo_epi32(lo03, lo47)),   // k 0-3
-        _mm256_set_m128i(_mm_unpackhi_epi32(hi03, hi47), _mm_unpacklo_epi32(hi03, hi47))};  // k 4-7
+    __m128i line_bytes[8], k_pairs[4];
+    for (int i = 0; i < 8; ++i) line_bytes[i] = load8(lines[i], k);
+    transpose_detail::transpose_8x8_bytes_in_registers(line_bytes, k_pairs);
+    const __m256i codes[2] = {_mm256_set_m128i(k_pairs[1], k_pairs[0]),   // k 0-3
+                              _mm256_set_m128i(k_pairs[3], k_pairs[2])};  // k 4-7
     for (int half = 0; half < 2; ++half) {
       const Unpacked32 u = unpack32(f, codes[half]);
       finite = _mm256_and_si256(finite, u.finite);

@@ -16,22 +16,31 @@ namespace fp8lab::cpu {
 
 namespace transpose_detail {
 
-// A whole 8 x 8 tile of bytes (FP8 codes) in SSE2 registers: eight 8-byte loads, three rounds of
-// interleaves, eight 8-byte stores (the element loop's 64 byte loads and stores each were 1.6%
-// of the dim256 FP8 step, perf). SSE2 is in every x86-64 baseline.
-inline void transpose_8x8_bytes(const std::uint8_t* in, std::int64_t ld, std::uint8_t* out, std::int64_t ldo) {
-  __m128i row[8];
-  for (int i = 0; i < 8; ++i) row[i] = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i * ld));
-  // Pairs of rows, then pairs of pairs: q[j] holds columns 2j and 2j + 1 (8 bytes each).
+// An 8 x 8 byte tile in SSE2 registers, rows (the low 8 bytes of row[i]) to columns in pairs:
+// cols[j] holds column 2j in its low 8 bytes and column 2j + 1 in its high 8. Three rounds of
+// interleaves: pairs of rows, pairs of pairs, then halves. Also the floor packing's transpose of
+// a B panel's 8 lines (gemm_packing_avx2.cpp). SSE2 is in every x86-64 baseline.
+inline void transpose_8x8_bytes_in_registers(const __m128i (&row)[8], __m128i (&cols)[4]) {
   const __m128i p01 = _mm_unpacklo_epi8(row[0], row[1]), p23 = _mm_unpacklo_epi8(row[2], row[3]);
   const __m128i p45 = _mm_unpacklo_epi8(row[4], row[5]), p67 = _mm_unpacklo_epi8(row[6], row[7]);
   const __m128i lo03 = _mm_unpacklo_epi16(p01, p23), hi03 = _mm_unpackhi_epi16(p01, p23);
   const __m128i lo47 = _mm_unpacklo_epi16(p45, p67), hi47 = _mm_unpackhi_epi16(p45, p67);
-  const __m128i q[4] = {_mm_unpacklo_epi32(lo03, lo47), _mm_unpackhi_epi32(lo03, lo47), _mm_unpacklo_epi32(hi03, hi47),
-                        _mm_unpackhi_epi32(hi03, hi47)};
+  cols[0] = _mm_unpacklo_epi32(lo03, lo47);
+  cols[1] = _mm_unpackhi_epi32(lo03, lo47);
+  cols[2] = _mm_unpacklo_epi32(hi03, hi47);
+  cols[3] = _mm_unpackhi_epi32(hi03, hi47);
+}
+
+// A whole 8 x 8 tile of bytes (FP8 codes): eight 8-byte loads, the register transpose, eight
+// 8-byte stores (the element loop's 64 byte loads and stores each were 1.6% of the dim256 FP8
+// step, perf).
+inline void transpose_8x8_bytes(const std::uint8_t* in, std::int64_t ld, std::uint8_t* out, std::int64_t ldo) {
+  __m128i row[8], cols[4];
+  for (int i = 0; i < 8; ++i) row[i] = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i * ld));
+  transpose_8x8_bytes_in_registers(row, cols);
   for (int j = 0; j < 4; ++j) {
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (2 * j) * ldo), q[j]);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (2 * j + 1) * ldo), _mm_unpackhi_epi64(q[j], q[j]));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (2 * j) * ldo), cols[j]);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (2 * j + 1) * ldo), _mm_unpackhi_epi64(cols[j], cols[j]));
   }
 }
 
