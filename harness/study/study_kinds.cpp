@@ -9,6 +9,7 @@ std::unique_ptr<StudyKind> make_loss_scaling_study();
 std::unique_ptr<StudyKind> make_scale_trajectory_study();
 std::unique_ptr<StudyKind> make_train_study();
 std::unique_ptr<StudyKind> make_formats_study();
+std::unique_ptr<StudyKind> make_zero_memory_study();
 
 namespace {
 struct Entry {
@@ -20,7 +21,8 @@ constexpr Entry kKinds[] = {{"gemm", make_gemm_study},
                              {"loss_scaling", make_loss_scaling_study},
                              {"scale_trajectory", make_scale_trajectory_study},
                              {"train", make_train_study},
-                             {"formats", make_formats_study}};
+                             {"formats", make_formats_study},
+                             {"zero_memory", make_zero_memory_study}};
 }  // namespace
 
 std::unique_ptr<StudyKind> make_study_kind(const std::string& name) {

@@ -154,7 +154,7 @@ case_bad_specs() {
   printf '[study]\nname = "x"\nkind = "gemm"\n[operands]\ntokens = "many"\n' >"$work/type.toml"
   expect_one_line_error "field 'operands.tokens': expected an integer" "$fp8lab" run "$work/type.toml" -o "$work/a.h5"
   printf '[study]\nname = "x"\nkind = "training"\n' >"$work/kind.toml"
-  expect_one_line_error "unknown study kind 'training' (known: gemm, recompute, loss_scaling, scale_trajectory, train, formats)" "$fp8lab" run "$work/kind.toml" -o "$work/a.h5"
+  expect_one_line_error "unknown study kind 'training' (known: gemm, recompute, loss_scaling, scale_trajectory, train, formats, zero_memory)" "$fp8lab" run "$work/kind.toml" -o "$work/a.h5"
   expect_one_line_error "nope.toml: cannot open the study spec" "$fp8lab" run "$work/nope.toml"
   expect_one_line_error "--backend cuda: " "$fp8lab" run "$ci_spec" -o "$work/a.h5" --backend cuda
   [[ ! -e "$work/a.h5" ]] || fail "a failed run created its output file"
