@@ -110,7 +110,7 @@ struct Reader {
 }  // namespace
 
 train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::filesystem::path& file,
-                                         const train::ModelConfig& model) {
+                                         const train::ModelConfig& model, bool allow_training_table) {
   const Reader reader{file};
   toml::table root;
   try {
@@ -119,7 +119,10 @@ train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::fil
     throw SpecError(file.string() + ":" + std::to_string(e.source().begin.line) + ":" +
                     std::to_string(e.source().begin.column) + ": malformed TOML: " + std::string(e.description()));
   }
-  reader.only_keys(root, "", {"name", "base", "elementwise", "gemm", "fprop", "dgrad", "wgrad", "override"});
+  reader.only_keys(root, "", {"name", "base", "elementwise", "gemm", "fprop", "dgrad", "wgrad", "override", "training"});
+  if (root.contains("training") && !allow_training_table)
+    throw reader.error("training", "a recipe's [training] table (the seed techniques) is read by the train study kind only",
+                       root.get("training"));
   train::PrecisionRecipe recipe = train::named_recipe("fp32");
   if (root.contains("base")) {
     try {
@@ -193,12 +196,13 @@ train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::fil
   return recipe;
 }
 
-train::PrecisionRecipe load_recipe_toml(const std::filesystem::path& file, const train::ModelConfig& model) {
+train::PrecisionRecipe load_recipe_toml(const std::filesystem::path& file, const train::ModelConfig& model,
+                                        bool allow_training_table) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw SpecError(file.string() + ": cannot read the recipe file");
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  return parse_recipe_toml(buffer.str(), file, model);
+  return parse_recipe_toml(buffer.str(), file, model, allow_training_table);
 }
 
 }  // namespace fp8lab

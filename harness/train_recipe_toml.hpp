@@ -28,6 +28,8 @@
 //   [[override]]               # precision decoupling, later entries win
 //   layer = "classifier"       # or "L3.wo", or "*.wo" for every block
 //   gemm = { kind = "bf16" }   # and/or fprop = {...}, dgrad = {...}, wgrad = {...}
+//   [training]                 # the seed techniques for this recipe's runs in the train study kind (fp8lab
+//                              # run, fp8lab train; harness/study/train_technique_fields.hpp); refused elsewhere
 #include <filesystem>
 #include <string>
 
@@ -36,8 +38,9 @@
 
 namespace fp8lab {
 
-train::PrecisionRecipe load_recipe_toml(const std::filesystem::path& file, const train::ModelConfig& model);
+train::PrecisionRecipe load_recipe_toml(const std::filesystem::path& file, const train::ModelConfig& model,
+                                        bool allow_training_table = false);
 train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::filesystem::path& file,
-                                         const train::ModelConfig& model);
+                                         const train::ModelConfig& model, bool allow_training_table = false);
 
 }  // namespace fp8lab

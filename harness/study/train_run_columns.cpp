@@ -25,6 +25,14 @@ std::vector<ColumnDef> train_run_columns(std::int64_t steps, int model_layers) {
           {"resident_peak_bytes", T::f64, "byte",
            "the process's resident-set high-water mark over the step, validation included (VmHWM reset at the step's "
            "start; 0 where the OS does not report it)", step},
+          // The seed techniques (issue 26; harness/train/seed_techniques.hpp).
+          {"fp8_flop_fraction", T::f64, "1", "share of the linear layers' GEMM FLOPs run in an FP8 (or narrower) format", step},
+          {"gemms_high_precision", T::f64, "1", "adaptive precision: (layer, GEMM kind) pairs held in BF16 after the step", step},
+          {"compression_ratio", T::f64, "1", "bits each worker sent for the all-reduce / 32 x parameters (1: uncompressed FP32)", step},
+          {"bytes_sent_per_worker", T::f64, "byte", "bytes one simulated data-parallel worker sent for the step's all-reduce", step},
+          {"update_fraction", T::f64, "1", "parameters whose optimizer update was applied (sparse updates; 0 on a skipped step)", step},
+          {"optimizer_flops", T::f64, "1", "FLOPs of the optimizer's element loops that ran", step},
+          {"zero_weight_fraction", T::f64, "1", "trained weights exactly 0 after the step", step},
           // FP8 operand statistics (harness/train/training_record.hpp), NaN where not sampled
           // or where the recipe runs no FP8 GEMM of the kind.
           {"final_train_loss", T::f64, "nat", "training loss of the last step"},
@@ -44,7 +52,11 @@ std::vector<ColumnDef> train_run_columns(std::int64_t steps, int model_layers) {
            "added to the process against the ledger (a resumed run: its own process's steps only; NaN where the OS does "
            "not report it)"},
           {"median_tokens_per_second", T::f64, "1/s", "median over the steps"},
-          {"train_tokens", T::str, "", "the training token stream and its sha256"}};
+          {"train_tokens", T::str, "", "the training token stream and its sha256"},
+          {"precision_switches", T::i64, "1", "adaptive precision: switches the controller made"},
+          {"switch_log", T::str, "", "adaptive precision: every switch, one per line (step, layer, GEMM, statistic, new precision)"},
+          {"mean_fp8_flop_fraction", T::f64, "1", "fp8_flop_fraction averaged over the steps"},
+          {"error_feedback_bytes_per_worker", T::i64, "byte", "the error-feedback residuals one worker keeps (0 without)"}};
   for (ColumnDef& c : operand_stats_columns(step, model_layers)) columns.push_back(std::move(c));
   return columns;
 }
@@ -64,6 +76,13 @@ Row train_run_row(const train::TrainingRunResult& run, int model_layers, const s
     series["tokens_per_second"].push_back(s.tokens_per_second);
     series["step_peak_bytes"].push_back(static_cast<double>(s.step_peak_bytes));
     series["resident_peak_bytes"].push_back(static_cast<double>(s.resident_peak_bytes));
+    series["fp8_flop_fraction"].push_back(s.fp8_flop_fraction);
+    series["gemms_high_precision"].push_back(s.gemms_high_precision);
+    series["compression_ratio"].push_back(s.compression_ratio);
+    series["bytes_sent_per_worker"].push_back(s.bytes_sent_per_worker);
+    series["update_fraction"].push_back(s.update_fraction);
+    series["optimizer_flops"].push_back(s.optimizer_flops);
+    series["zero_weight_fraction"].push_back(s.zero_weight_fraction);
   }
   add_operand_stats(run.steps, model_layers, row);
   std::int64_t skipped = 0, diverged = 0;
@@ -95,6 +114,16 @@ Row train_run_row(const train::TrainingRunResult& run, int model_layers, const s
           : (static_cast<double>(own_peak) - static_cast<double>(run.resident_before_run_bytes)) / static_cast<double>(run.peak_bytes);
   row["median_tokens_per_second"] = rates[rates.size() / 2];
   row["train_tokens"] = train_tokens;
+  row["precision_switches"] = static_cast<std::int64_t>(run.switches.size());
+  std::string log;
+  for (const train::PrecisionSwitch& w : run.switches)
+    log += "step " + std::to_string(w.step) + " " + w.layer + " " + train::gemm_kind_name(w.kind) + " -> " +
+           (w.to_fp8 ? "fp8" : "bf16") + " (statistic " + std::to_string(w.statistic) + ")\n";
+  row["switch_log"] = log;
+  double fp8_sum = 0;
+  for (const train::StepRecord& s : run.steps) fp8_sum += s.fp8_flop_fraction;
+  row["mean_fp8_flop_fraction"] = fp8_sum / static_cast<double>(run.steps.size());
+  row["error_feedback_bytes_per_worker"] = static_cast<std::int64_t>(run.error_feedback_bytes_per_worker);
   return row;
 }
 

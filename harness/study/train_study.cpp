@@ -13,7 +13,9 @@
 //   [training] batch, seq_len, steps, lr, schedule, warmup, min_lr, weight_decay, beta1, beta2,
 //              eps, moments, decay_norm_gains, clip, policy, attention, val_every, val_sequences,
 //              checkpoint_every (steps; 0: only when interrupted), save_weights (bool),
-//              stats_every (FP8 operand statistics on step 0, every N-th step and the last; 0: never)
+//              stats_every (FP8 operand statistics on step 0, every N-th step and the last; 0: never),
+//              and the seed techniques' fields (harness/study/train_technique_fields.hpp), which a
+//              recipe file on the recipe axis may override in its own [training] table
 //              (attention: "flash", the default, or "naive", kernels/train/attention_kind.hpp;
 //              it and the policy are also root attributes of the results file)
 // Paths are relative to the spec's folder.
@@ -36,6 +38,7 @@
 #include "harness/llama2c_weights.hpp"
 #include "harness/study/integer_axis_value.hpp"
 #include "harness/study/study_kind.hpp"
+#include "harness/study/train_technique_fields.hpp"
 #include "harness/train_recipe_toml.hpp"
 #include "harness/train/model_init.hpp"
 #include "harness/train/step_progress.hpp"
@@ -106,8 +109,6 @@ class TrainStudy final : public StudyKind {
     run_.adamw.beta1 = spec.get_double("training.beta1", 0.9);
     run_.adamw.beta2 = spec.get_double("training.beta2", 0.999);
     run_.adamw.eps = spec.get_double("training.eps", 1e-8);
-    guarded(spec, "training.moments",
-            [&] { run_.adamw.moments = train::parse_moment_format(spec.get_string("training.moments", "fp32")); });
     run_.decay_norm_gains = spec.get_bool("training.decay_norm_gains", true);
     run_.clip = spec.get_double("training.clip", 0.0);
     run_.policy = spec.get_string("training.policy", "none");
@@ -119,6 +120,7 @@ class TrainStudy final : public StudyKind {
     checkpoint_every_ = spec.get_int("training.checkpoint_every", 50);
     if (checkpoint_every_ < 0) throw spec.error("training.checkpoint_every", "must be >= 0 (0: only when interrupted)");
     save_weights_ = spec.get_bool("training.save_weights", false);
+    read_technique_fields(spec, "training", run_);
     if (run_.steps < 1 || run_.steps > 1'000'000) throw spec.error("training.steps", "must be in 1..1000000");
     if (run_.seq_len < 1 || run_.seq_len > 4096) throw spec.error("training.seq_len", "must be in 1..4096");
     if (run_.batch < 1 || run_.batch > 4096) throw spec.error("training.batch", "must be in 1..4096");
@@ -144,6 +146,8 @@ class TrainStudy final : public StudyKind {
       const LlamaWeights* w = nullptr;
       guarded(spec, model_field, [&] { w = &weights(std::stoull(p.at("seed"))); });
       guarded(spec, "axes.recipe", [&] { recipe(p.at("recipe"), *w).validate(train::config_of(*w)); });
+      // A recipe file's [training] table must make a valid run too (its own errors name it).
+      guarded(spec, "axes.recipe", [&] { run_of(p, *w).validate(); });
       guarded(spec, "training.seq_len", [&] {
         const std::int64_t tokens = run_.seq_len + 1;
         int slices = 1;
@@ -191,10 +195,9 @@ class TrainStudy final : public StudyKind {
 
   Row evaluate(const Point& p, const RunContext& context) override {
     const std::uint64_t seed = std::stoull(p.at("seed"));
-    train::TrainingRunConfig c = run_;
-    c.data_seed = seed;
     const LlamaWeights& initial = weights(seed);
-    c.recipe = recipe(p.at("recipe"), initial);
+    train::TrainingRunConfig c = run_of(p, initial);
+    c.data_seed = seed;
     streams(initial);
     const std::string point_name = file_name_of(p);
     train::Checkpointing checkpointing;
@@ -333,7 +336,15 @@ class TrainStudy final : public StudyKind {
   // errors are SpecErrors naming it and its field.
   train::PrecisionRecipe recipe(const std::string& value, const LlamaWeights& model) const {
     if (!value.ends_with(".toml")) return train::named_recipe(value);
-    return load_recipe_toml(base_ / value, train::config_of(model));
+    return load_recipe_toml(base_ / value, train::config_of(model), /*allow_training_table=*/true);
+  }
+
+  // The point's run: the study's settings, its recipe, and a recipe file's [training] table.
+  train::TrainingRunConfig run_of(const Point& p, const LlamaWeights& model) const {
+    train::TrainingRunConfig c = run_;
+    c.recipe = recipe(p.at("recipe"), model);
+    if (p.at("recipe").ends_with(".toml")) apply_recipe_training_table(base_ / p.at("recipe"), c);
+    return c;
   }
 
   const LlamaWeights& weights(std::uint64_t seed) const {

@@ -18,7 +18,7 @@ namespace fp8lab::train {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'P', '8', 'L', 'A', 'B', 'C', 'K'};
-constexpr std::uint32_t kVersion = 2;  // 2: the build, and step records with resident_peak_bytes
+constexpr std::uint32_t kVersion = 3;  // 2: the build, and step records with resident_peak_bytes; 3: the seed techniques' per-step fields
 constexpr std::size_t kHashBytes = 32;
 
 class Writer {

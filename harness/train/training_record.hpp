@@ -18,6 +18,14 @@ struct StepRecord {
   // The process's resident-set high-water mark over the step, validation included (reset at the
   // step's start: harness/train/resident_set.hpp); 0 where the OS does not report it.
   std::size_t resident_peak_bytes = 0;
+  // The seed techniques (issue 26; harness/train/seed_techniques.hpp):
+  double fp8_flop_fraction = 0;      // of the linear layers' GEMM FLOPs, the share run in an FP8 (or narrower) format
+  double gemms_high_precision = 0;   // adaptive precision: (layer, GEMM kind) pairs the controller holds in BF16
+  double compression_ratio = 1;      // bits each worker sent / 32 x parameters (1: an FP32 all-reduce)
+  double bytes_sent_per_worker = 0;  // what one worker sends for the step's all-reduce
+  double update_fraction = 1;        // parameters whose update was applied (sparse updates; 0 on a skipped step)
+  double optimizer_flops = 0;        // FLOPs of the optimizer's element loops that ran
+  double zero_weight_fraction = 0;   // trained weights exactly 0 after the step (the weight mask's effect)
   // On the steps the run samples (TrainingRunConfig::stats_every): what FP8 quantization did to
   // every FP8 GEMM's operands, summed over the step's sequences; empty on the others.
   std::vector<GemmOperandTally> operand_stats;
@@ -25,7 +33,7 @@ struct StepRecord {
 
 // Every scalar field as a double, in declaration order (flags as 0/1, bytes exact below 2^53),
 // and back (operand_stats travel separately).
-inline constexpr std::size_t kStepRecordFields = 11;
+inline constexpr std::size_t kStepRecordFields = 18;
 std::vector<double> step_record_fields(const StepRecord& record);
 StepRecord step_record_from_fields(std::span<const double> fields);  // fields.size() == kStepRecordFields
 

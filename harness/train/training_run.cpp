@@ -1,12 +1,15 @@
 #include "harness/train/training_run.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
 #include <span>
 #include <stdexcept>
 
+#include "harness/train/data_parallel_gradient.hpp"
 #include "harness/train/resident_set.hpp"
+#include "harness/train/sparse_update.hpp"
 #include "kernels/train/heap_retention.hpp"
 #include "kernels/cpu/check_finite_and_unscale.hpp"
 #include "kernels/loss_scaling/found_inf_flag.hpp"
@@ -31,41 +34,6 @@ bool needs_loss_scaling(const PrecisionRecipe& r) {
   return any;
 }
 
-struct Sequences {
-  double loss_sum = 0;
-  std::vector<NamedGradient> gradient_sums;  // double sums in the engine's tensor order
-  std::size_t peak_bytes = 0;
-};
-
-// Runs the engine on each window [start, start + seq_len + 1) in order and sums what it returns.
-Sequences run_sequences(const ModelConfig& model, const LlamaWeights& weights, const std::vector<std::int32_t>& stream,
-                        const std::vector<std::int64_t>& starts, std::int64_t seq_len, double loss_scale,
-                        const PrecisionRecipe& recipe, const ActivationPolicy& policy, MemoryLedger& ledger,
-                        bool keep_gradients, DelayedOperandScales& delayed, Fp8OperandStats* operand_stats = nullptr) {
-  Sequences s;
-  for (const std::int64_t start : starts) {
-    const auto first = stream.begin() + static_cast<std::ptrdiff_t>(start);
-    StepInput input{model, &weights, std::vector<int>(first, first + static_cast<std::ptrdiff_t>(seq_len + 1))};
-    input.loss_scale = loss_scale;
-    input.operand_stats = operand_stats;
-    input.delayed_scales = &delayed;
-    input.attention = policy.attention;
-    input.forward_only = !keep_gradients;  // validation: the loss alone
-    ledger.clear_phases();  // the run reads no phases; kept, they grew with every sequence
-    StepResult r = run_training_step(input, recipe, policy, ledger);
-    s.loss_sum += r.report.loss;
-    s.peak_bytes = std::max(s.peak_bytes, r.report.peak_bytes_total);
-    if (!keep_gradients) continue;
-    if (s.gradient_sums.empty()) {
-      s.gradient_sums = std::move(r.gradients);
-      continue;
-    }
-    for (std::size_t t = 0; t < r.gradients.size(); ++t)
-      for (std::size_t i = 0; i < r.gradients[t].values.size(); ++i) s.gradient_sums[t].values[i] += r.gradients[t].values[i];
-  }
-  return s;
-}
-
 // What the optimizer carries from step to step: the tensors' names (the engine's order), their
 // AdamW moments, the updates applied so far and the loss scaler.
 struct OptimizerState {
@@ -74,24 +42,77 @@ struct OptimizerState {
   std::vector<std::string> names;
   std::vector<AdamWMoments> moments;
   std::int64_t updates = 0;
+  std::vector<WorkerCompressor> compressors;       // one per worker when compressing (their residuals)
+  std::optional<PrecisionController> controller;   // adaptive precision scheduling
 
   // The first step sets the tensors up from the gradients; later (and resumed) steps must see
   // the same tensors.
-  void match(const std::vector<NamedGradient>& gradients, MomentFormat format, const std::filesystem::path& checkpoint) {
+  void match(const StepGradient& g, MomentFormat format, const std::filesystem::path& checkpoint) {
     if (names.empty()) {
-      for (const NamedGradient& g : gradients) {
-        names.push_back(g.name);
-        moments.emplace_back(g.values.size(), format);
-      }
+      names = g.names;
+      for (const std::vector<float>& values : g.gradients) moments.emplace_back(values.size(), format);
       return;
     }
-    bool same = names.size() == gradients.size();
-    for (std::size_t t = 0; same && t < names.size(); ++t)
-      same = names[t] == gradients[t].name && moments[t].size() == gradients[t].values.size();
+    bool same = names == g.names;
+    for (std::size_t t = 0; same && t < names.size(); ++t) same = moments[t].size() == g.gradients[t].size();
     if (!same)
       throw CheckpointError("checkpoint " + checkpoint.string() + ": field 'tensors': they are not the model's tensors");
   }
 };
+
+// What one update did (dynamic sparse updates count their selection).
+struct UpdateCounts {
+  double selected = 0, total = 0, flops = 0;
+  double update_fraction() const { return total > 0 ? selected / total : 0; }
+};
+
+// AdamW on every tensor (step 6 of training_run.hpp), through the sparse-update options
+// (harness/train/sparse_update.hpp). FLOPs: the element loops that run, kAdamWFlopsPerElement
+// each, and for the frozen elements whose moments still track their gradient the moment updates'
+// share (kAdamWMomentFlopsPerElement).
+UpdateCounts apply_adamw(const TrainingRunConfig& config, OptimizerState& state, LlamaWeights& weights,
+                         const std::vector<std::vector<float>>& gradients, double lr) {
+  const SparseUpdateConfig& sparse = config.techniques.sparse;
+  UpdateCounts counts;
+  for (std::size_t t = 0; t < state.names.size(); ++t) {
+    const double decay = !config.decay_norm_gains && is_norm_gain(state.names[t]) ? 0.0 : config.adamw.weight_decay;
+    const std::span<float> w = named_weight_values(weights, state.names[t]);
+    const std::span<const float> g = gradients[t];
+    const auto n = static_cast<double>(g.size());
+    counts.total += n;
+    if (sparse.mode == SparseMode::off) {
+      adamw_update(w, g, state.moments[t], config.adamw, state.updates, lr, decay);
+      counts.selected += n;
+      counts.flops += n * kAdamWFlopsPerElement;
+      continue;
+    }
+    const std::vector<std::uint8_t> selected = select_largest_magnitudes(g, sparse.ratio);
+    const auto k = static_cast<double>(std::count(selected.begin(), selected.end(), std::uint8_t{1}));
+    if (sparse.mode == SparseMode::gradient) {
+      const UpdateMask mask{selected, sparse.frozen_momentum};
+      adamw_update(w, g, state.moments[t], config.adamw, state.updates, lr, decay, &mask);
+      counts.selected += k;
+      counts.flops += k * kAdamWFlopsPerElement + (sparse.frozen_momentum ? (n - k) * kAdamWMomentFlopsPerElement : 0);
+    } else {  // weight_mask: the whole update, then the mask on the weights themselves
+      adamw_update(w, g, state.moments[t], config.adamw, state.updates, lr, decay);
+      multiply_by_mask(w, selected);
+      counts.selected += n;
+      counts.flops += n * kAdamWFlopsPerElement;
+    }
+  }
+  return counts;
+}
+
+// The fraction of the trained weights that are exactly zero.
+double zero_fraction(const LlamaWeights& weights, const std::vector<std::string>& names) {
+  double zeros = 0, total = 0;
+  for (const std::string& name : names) {
+    const std::span<const float> w = named_weight_values(weights, name);
+    zeros += static_cast<double>(std::count(w.begin(), w.end(), 0.0f));
+    total += static_cast<double>(w.size());
+  }
+  return total > 0 ? zeros / total : 0;
+}
 
 RunCheckpoint snapshot(const std::string& identity, std::int64_t next_step, const std::vector<StepRecord>& records,
                        const LlamaWeights& weights, const OptimizerState& state) {
@@ -138,8 +159,8 @@ std::int64_t restore(const RunCheckpoint& c, const std::filesystem::path& file, 
                           std::to_string(w.size()));
     std::copy(t.weights.begin(), t.weights.end(), w.begin());
     state.names.push_back(t.name);
-    AdamWMoments& m = state.moments.emplace_back(t.weights.size(), config.adamw.moments);
-    for (std::size_t i = 0; i < m.size(); ++i) m.set(i, t.m[i], t.v[i]);
+    // The moments were stored decoded; re-encoding them gives the same codes (adamw.hpp).
+    state.moments.emplace_back(t.weights.size(), config.adamw.moments).assign(t.m, t.v);
   }
   for (const DelayedOperandState& d : c.delayed) {
     try {
@@ -164,6 +185,16 @@ void TrainingRunConfig::validate() const {
   if (schedule.steps != steps) throw std::logic_error("schedule.steps differs from steps");
   schedule.validate();
   adamw.validate();
+  techniques.validate();
+  if (batch % techniques.workers != 0)
+    throw std::invalid_argument("workers: " + std::to_string(techniques.workers) + " does not divide the batch of " +
+                                std::to_string(batch));
+  const auto fp8 = [](const GemmPrecision& g) { return g.kind == GemmPrecision::Kind::fp8; };
+  if (techniques.adaptive_on() && !fp8(recipe.fprop) && !fp8(recipe.dgrad) && !fp8(recipe.wgrad))
+    throw std::invalid_argument("adaptive_every: the recipe " + recipe.name + " runs no FP8 GEMM to schedule");
+  if (techniques.compressing() && needs_loss_scaling(recipe))
+    throw std::invalid_argument("compression: not with a loss-scaled (fp16) recipe: its overflow steps would enter the "
+                                "compressed gradients and their error-feedback residuals");
 }
 
 std::string TrainingRunConfig::describe() const {
@@ -180,7 +211,7 @@ std::string TrainingRunConfig::describe() const {
     << " warmup " << schedule.warmup << "\nadamw = beta1 " << adamw.beta1 << " beta2 " << adamw.beta2 << " eps "
     << adamw.eps << " weight_decay " << adamw.weight_decay << " moments " << moment_format_name(adamw.moments)
     << "\ndecay_norm_gains = " << decay_norm_gains << "\nclip = " << clip << "\nval_every = " << val_every
-    << "\nval_sequences = " << val_sequences << "\nstats_every = " << stats_every << "\n";
+    << "\nval_sequences = " << val_sequences << "\nstats_every = " << stats_every << "\n" << techniques.describe();
   return s.str();
 }
 
@@ -214,8 +245,16 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
   MemoryLedger ledger(&host);
   FoundInfFlag found_inf(ledger);
   OptimizerState state;
+  for (std::int64_t w = 0; config.techniques.compressing() && w < config.techniques.workers; ++w)
+    state.compressors.emplace_back(config.techniques.compression, static_cast<std::size_t>(w));
+  if (config.techniques.adaptive_on())
+    state.controller.emplace(*config.techniques.adaptive, recipe, linear_layer_names(model));
   std::int64_t first_step = 0;
   if (const RunCheckpoint* c = checkpointing.resume_from) {
+    if (config.techniques.adaptive_on() || (config.techniques.compressing() && config.techniques.compression.error_feedback))
+      throw CheckpointError("checkpoint " + checkpointing.file.string() +
+                            ": field 'techniques': a run with adaptive precision or error feedback cannot resume (the "
+                            "checkpoint holds no controller or residual state); run it again from the start");
     first_step = restore(*c, checkpointing.file, config, weights, state);
     result.steps = c->records;
     result.resumed_at_step = first_step;
@@ -232,20 +271,34 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
     const bool last = step + 1 == config.steps;
     const bool sample_stats = config.stats_every > 0 && (step % config.stats_every == 0 || last);
     Fp8OperandStats stats;
-    Sequences s = run_sequences(model, weights, train.tokens, starts, config.seq_len, record.loss_scale, recipe, policy,
-                                ledger, /*keep_gradients=*/true, state.delayed, sample_stats ? &stats : nullptr);
+    const PrecisionRecipe& step_recipe = state.controller ? state.controller->current() : recipe;
+    SequenceRunner runner{&model, &weights, &train.tokens, config.seq_len, record.loss_scale, &step_recipe, &policy,
+                          &ledger, &state.delayed, sample_stats ? &stats : nullptr};
+    StepGradient g = data_parallel_gradient(runner, starts, config.techniques.workers, state.compressors, step);
     state.delayed.roll();  // the step's amaxes set the next step's scales, whether or not it updates
     record.operand_stats = stats.entries();
-    record.train_loss = s.loss_sum / static_cast<double>(config.batch);
-    record.step_peak_bytes = s.peak_bytes;
-
-    std::vector<std::vector<float>> gradients;
-    for (const NamedGradient& g : s.gradient_sums) {
-      std::vector<float>& mean = gradients.emplace_back(g.values.size());
-      for (std::size_t i = 0; i < mean.size(); ++i)
-        mean[i] = static_cast<float>(g.values[i] / static_cast<double>(config.batch));
+    record.train_loss = g.loss_sum / static_cast<double>(config.batch);
+    record.step_peak_bytes = g.peak_bytes;
+    record.bytes_sent_per_worker = g.bits_sent_per_worker / 8;
+    record.compression_ratio = g.bits_sent_per_worker / g.fp32_bits_per_worker;
+    record.fp8_flop_fraction = fp8_flop_fraction(step_recipe, model, config.seq_len + 1);
+    if (state.controller && state.controller->due(step)) {
+      // The controller's probe: the step's first sequence once more under the all-FP8 recipe,
+      // tallying every FP8 GEMM's operands whatever precision the layer runs now; its gradients
+      // are dropped and its delayed-scaling amaxes recorded nowhere. Counted in step_seconds.
+      Fp8OperandStats probe;
+      DelayedOperandScales scales = state.delayed;
+      SequenceRunner probe_runner = runner;
+      probe_runner.recipe = &recipe;
+      probe_runner.delayed = &scales;
+      probe_runner.operand_stats = &probe;
+      run_sequences(probe_runner, std::span(starts).first(1));
+      state.controller->observe(step, probe.entries());
     }
-    state.match(s.gradient_sums, config.adamw.moments, checkpointing.file);
+    if (state.controller)
+      for (const std::int64_t high : state.controller->state().high) record.gemms_high_precision += static_cast<double>(high);
+    std::vector<std::vector<float>>& gradients = g.gradients;
+    state.match(g, config.adamw.moments, checkpointing.file);
     bool overflow = false;
     if (loss_scaling) {
       std::vector<std::span<float>> spans(gradients.begin(), gradients.end());
@@ -254,34 +307,36 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
       overflow = *found_inf.data() != 0.0f;
     }
     double squares = 0;
-    for (const std::vector<float>& g : gradients)
-      for (const float v : g) squares += static_cast<double>(v) * static_cast<double>(v);
+    for (const std::vector<float>& v : gradients)
+      for (const float x : v) squares += static_cast<double>(x) * static_cast<double>(x);
     record.grad_norm = std::sqrt(squares);
     record.diverged = !std::isfinite(record.train_loss) || (!loss_scaling && !std::isfinite(record.grad_norm));
     // The scaler counts a step clean only when it is: an overflow or a non-finite loss backs off.
     if (loss_scaling) record.skipped = state.scaler.update(overflow || record.diverged);
     if (record.diverged) record.skipped = true;
+    record.update_fraction = 0;
+    record.optimizer_flops = 0;
     if (!record.skipped) {
       if (config.clip > 0 && record.grad_norm > config.clip) {
         const auto coefficient = static_cast<float>(config.clip / (record.grad_norm + 1e-6));
-        for (std::vector<float>& g : gradients)
-          for (float& v : g) v *= coefficient;
+        for (std::vector<float>& v : gradients)
+          for (float& x : v) x *= coefficient;
       }
       ++state.updates;
-      for (std::size_t t = 0; t < state.names.size(); ++t) {
-        const double decay = !config.decay_norm_gains && is_norm_gain(state.names[t]) ? 0.0 : config.adamw.weight_decay;
-        adamw_update(named_weight_values(weights, state.names[t]), gradients[t], state.moments[t], config.adamw,
-                     state.updates, record.lr, decay);
-      }
+      const UpdateCounts counts = apply_adamw(config, state, weights, gradients, record.lr);
+      record.update_fraction = counts.update_fraction();
+      record.optimizer_flops = counts.flops;
     }
+    record.zero_weight_fraction = zero_fraction(weights, state.names);
     record.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     record.tokens_per_second = static_cast<double>(config.batch * config.seq_len) / record.step_seconds;
     record.val_loss = std::numeric_limits<double>::quiet_NaN();
     if (!val_starts.empty() && ((step + 1) % config.val_every == 0 || last)) {
       DelayedOperandScales scales = state.delayed;  // validation reads the scales, records nothing
-      record.val_loss = run_sequences(model, weights, validation->tokens, val_starts, config.seq_len, 1.0, recipe, policy,
-                                      ledger, /*keep_gradients=*/false, scales)
-                            .loss_sum /
+      const PrecisionRecipe& val_recipe = state.controller ? state.controller->current() : recipe;
+      const SequenceRunner val_runner{&model, &weights, &validation->tokens, config.seq_len, 1.0, &val_recipe, &policy,
+                                      &ledger, &scales, nullptr};
+      record.val_loss = run_sequences(val_runner, val_starts, /*forward_only=*/true).loss_sum /
                         static_cast<double>(val_starts.size());
     }
     record.resident_peak_bytes = read_resident_set().peak_bytes;
@@ -307,6 +362,8 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
   for (const std::string& name : state.names) result.parameters += named_weight_values(weights, name).size();
   result.master_weight_bytes = 4 * result.parameters;
   for (const AdamWMoments& m : state.moments) result.optimizer_state_bytes += m.bytes();
+  if (state.controller) result.switches = state.controller->switches();
+  if (!state.compressors.empty()) result.error_feedback_bytes_per_worker = state.compressors.front().residual_bytes();
   result.gradient_accumulator_bytes = (4 + 8) * result.parameters;
   std::size_t step_peak = 0;
   for (const StepRecord& r : result.steps) step_peak = std::max(step_peak, r.step_peak_bytes);

@@ -34,6 +34,7 @@
 #include "harness/train/batch_order.hpp"
 #include "harness/train/lr_schedule.hpp"
 #include "harness/train/run_checkpoint.hpp"
+#include "harness/train/seed_techniques.hpp"
 #include "harness/train/training_record.hpp"
 #include "harness/train/token_file.hpp"
 #include "kernels/train/attention_kind.hpp"
@@ -63,6 +64,11 @@ struct TrainingRunConfig {
   // operand_stats) on step 0 and every N-th step after it, and the last (0: never). An extra pass
   // over every FP8 operand, counted in step_seconds.
   std::int64_t stats_every = 10;
+  // The seed techniques (issue 26): simulated data-parallel workers and gradient compression,
+  // dynamic sparse updates, adaptive precision scheduling; off by default. With them, step 2-3
+  // above runs as harness/train/data_parallel_gradient.hpp says, step 6 as sparse_update.hpp says,
+  // and the recipe of each step is the controller's (precision_controller.hpp), `recipe` its base.
+  SeedTechniques techniques;
 
   // Throws std::invalid_argument naming the field (the caller adds the file or flag).
   void validate() const;
@@ -82,6 +88,8 @@ struct TrainingRunResult {
   std::size_t resident_before_run_bytes = 0;  // the process's resident set as the run began (0: not reported)
   std::int64_t resumed_at_step = 0;           // the first step this call computed (0: a fresh run)
   bool stopped = false;                       // stop_requested ended it early, a checkpoint written
+  std::vector<PrecisionSwitch> switches;      // adaptive precision: every switch, in order
+  std::size_t error_feedback_bytes_per_worker = 0;  // the residuals one worker keeps (0 without error feedback)
 };
 
 // Checkpoints of a run (harness/train/run_checkpoint.hpp). With a file, one is written after
@@ -100,7 +108,8 @@ struct Checkpointing {
 using StepObserver = std::function<void(std::int64_t, const StepRecord&)>;
 
 // Throws std::invalid_argument for a bad config, a recipe the model cannot run, or a stream
-// too short for one batch (naming the field).
+// too short for one batch (naming the field). A run with adaptive precision or error feedback
+// cannot resume from a checkpoint (their state is not in it): CheckpointError.
 // A checkpoint whose tensors do not match the model, or that holds more steps than the run,
 // throws CheckpointError naming the field.
 TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeights& initial, const TokenStream& train,
