@@ -29,6 +29,7 @@ declare -A figures_of=(
   [fp8_training]="fp8_training.png fp8_training_operand_sqnr.png"
   [fp8_training_nvfp4]="fp8_training.png fp8_training_operand_sqnr.png"
   [formats]="formats_error.png formats_clipping.png formats_ue8m0_tax.png formats_code_diff.png"
+  [seed_techniques]="seed_techniques_curves.png seed_techniques_claims.png seed_techniques_zero.png"
 )
 declare -A notebook_of=([fp8_training_nvfp4]=fp8_training)
 notebook=${notebook_of[$study]:-$study}
@@ -41,6 +42,12 @@ trap 'rm -rf "$work"' EXIT
 command -v jupyter >/dev/null || { echo "FAIL: jupyter nbconvert missing (bash .ci/deps)" >&2; exit 1; }
 "$fp8lab" run "$source_dir/tests/notebook/${study}_small.toml" -o "$work/results.h5" --quiet >/dev/null
 "$python" "$source_dir/tests/notebook/check_grid.py" "$work/results.h5" "$source_dir"
+# The seed-techniques notebook also reads a zero_memory sweep (FP8LAB_ZERO_RESULTS) for its ZeRO figure.
+if [[ $study == seed_techniques ]]; then
+  "$fp8lab" run "$source_dir/tests/notebook/zero_memory_small.toml" -o "$work/zero.h5" --quiet >/dev/null
+  "$python" "$source_dir/tests/notebook/check_grid.py" "$work/zero.h5" "$source_dir"
+  export FP8LAB_ZERO_RESULTS=$work/zero.h5
+fi
 
 # run_notebook RESULTS FIGURES_DIR: executes the notebook; fails on a cell error or an error
 # output, and prints the notebook's text output for the checks below.
@@ -78,6 +85,13 @@ if [[ $study == fp8_training_nvfp4 ]]; then
   # statistics for the nvfp4 recipe (the notebook names a recipe by its file's stem).
   [[ $(grep -c "^nvfp4 " <<<"$text") -ge 2 ]] ||
     { echo "$text" >&2; echo "FAIL: $notebook.ipynb printed no nvfp4 rows for the NVFP4 study" >&2; exit 1; }
+fi
+
+if [[ $study == seed_techniques ]]; then
+  # The ZeRO paper's example, checked from the file, and a verdict for every claim.
+  grep -q "7.5B on 64 ranks (paper: 120 / 31.4 / 16.6 / 1.9 GB): \[120.0, 31.4, 16.6, 1.9\]" <<<"$text" &&
+    [[ $(grep -c "^  verdict: " <<<"$text") -ge 10 ]] ||
+    { echo "$text" >&2; echo "FAIL: $notebook.ipynb did not check ZeRO's example or give every claim a verdict" >&2; exit 1; }
 fi
 
 if [[ $study == default ]]; then
