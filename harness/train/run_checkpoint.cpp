@@ -155,6 +155,30 @@ void write_checkpoint(const std::filesystem::path& file, const RunCheckpoint& c)
     w.floats(d.history);
     w.scalar(d.scale);
   }
+  w.scalar<std::uint8_t>(c.controller ? 1 : 0);
+  if (c.controller) {
+    const PrecisionControllerState& s = *c.controller;
+    if (s.streak.size() != s.high.size()) throw std::logic_error("write_checkpoint: controller flags and streaks differ in count");
+    w.scalar(s.last_step);
+    w.scalar<std::uint64_t>(s.high.size());
+    for (const std::int64_t h : s.high) w.scalar(h);
+    for (const std::int64_t k : s.streak) w.scalar(k);
+    w.scalar<std::uint64_t>(s.switches.size());
+    for (const PrecisionControllerState::Switch& x : s.switches) {
+      w.scalar(x.step);
+      w.scalar(x.gemm);
+      w.scalar(x.statistic);
+      w.scalar(x.to_fp8);
+    }
+  }
+  w.scalar<std::uint64_t>(c.residuals.size());
+  for (const std::vector<std::vector<float>>& worker : c.residuals) {
+    w.scalar<std::uint64_t>(worker.size());
+    for (const std::vector<float>& t : worker) {
+      w.scalar<std::uint64_t>(t.size());
+      w.floats(t);
+    }
+  }
   const std::string digest = hash_of(w.bytes(), w.bytes().size());
   for (std::size_t i = 0; i < kHashBytes; ++i) w.scalar(static_cast<std::uint8_t>(std::stoi(digest.substr(2 * i, 2), nullptr, 16)));
 
@@ -261,7 +285,39 @@ RunCheckpoint read_checkpoint(const std::filesystem::path& file) {
     d.scale = r.scalar<float>("delayed.scale");
     c.delayed.push_back(std::move(d));
   }
-  if (!r.at_end()) fail("delayed", "bytes left over after the last entry");
+  const auto has_controller = r.scalar<std::uint8_t>("controller");
+  if (has_controller > 1) fail("controller", "flag " + std::to_string(has_controller) + " is not 0 or 1");
+  if (has_controller == 1) {
+    PrecisionControllerState& s = c.controller.emplace();
+    s.last_step = r.scalar<std::int64_t>("controller.last_step");
+    const auto gemms = r.scalar<std::uint64_t>("controller.gemms");
+    if (gemms > body / 16) fail("controller.gemms", std::to_string(gemms) + " is more than the file holds");
+    for (std::uint64_t g = 0; g < gemms; ++g) s.high.push_back(r.scalar<std::int64_t>("controller.high"));
+    for (std::uint64_t g = 0; g < gemms; ++g) s.streak.push_back(r.scalar<std::int64_t>("controller.streak"));
+    const auto switches = r.scalar<std::uint64_t>("controller.switches");
+    if (switches > body / 32) fail("controller.switches", std::to_string(switches) + " is more than the file holds");
+    for (std::uint64_t i = 0; i < switches; ++i) {
+      PrecisionControllerState::Switch& x = s.switches.emplace_back();
+      x.step = r.scalar<std::int64_t>("controller.switches");
+      x.gemm = r.scalar<std::int64_t>("controller.switches");
+      x.statistic = r.scalar<double>("controller.switches");
+      x.to_fp8 = r.scalar<std::int64_t>("controller.switches");
+    }
+  }
+  const auto workers = r.scalar<std::uint64_t>("residuals");
+  if (workers > body / 8) fail("residuals", std::to_string(workers) + " workers is more than the file holds");
+  for (std::uint64_t w = 0; w < workers; ++w) {
+    std::vector<std::vector<float>>& worker = c.residuals.emplace_back();
+    const auto residual_tensors = r.scalar<std::uint64_t>("residuals.tensors");
+    if (residual_tensors > body / 8)
+      fail("residuals.tensors", std::to_string(residual_tensors) + " is more than the file holds");
+    for (std::uint64_t t = 0; t < residual_tensors; ++t) {
+      const auto count = r.scalar<std::uint64_t>("residuals.count");
+      if (count > body / 4) fail("residuals.count", std::to_string(count) + " values is more than the file holds");
+      worker.push_back(r.floats(count, "residuals"));
+    }
+  }
+  if (!r.at_end()) fail("residuals", "bytes left over after the last entry");
   return c;
 }
 

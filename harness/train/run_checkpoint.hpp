@@ -7,14 +7,19 @@
 //   - the data position, which is the next step's index: the batch order, the learning rate
 //     and the validation cadence are functions of the step (harness/train/batch_order.hpp);
 //   - the records of the steps done, so the resumed run's result holds the whole curve;
+//   - the seed techniques' state: the adaptive precision controller's (precisions, streaks, switch
+//     log) and each simulated worker's error-feedback residuals;
 //   - an identity text (the run's spec, point and inputs) that a resume must match.
 //
 // File layout (little-endian, written by this project only, so no foreign reader to serve):
 //   "FP8LABCK" u32 version | str identity | i64 next_step, updates | str scaler_state |
-//   u64 records, each: 10 x f64, u64 tallies, each: str layer, u8 kind, 2 x (2 x f64, 3 x i64) |
+//   u64 records, each: kStepRecordFields x f64, u64 tallies, each: str layer, u8 kind, 2 x (2 x f64, 3 x i64) |
 //   u64 tensors, each: str name, u64 count, f32[count] weights,
 //   f32[count] m, f32[count] v | u64 delayed operands, each: str key, u8 format, i64 history
-//   length, u8 reduction, i32 margin, f32[length] history, f32 scale | the SHA-256 (32 bytes) of everything before it.
+//   length, u8 reduction, i32 margin, f32[length] history, f32 scale | u8 has_controller, then when 1:
+//   i64 last_step, u64 gemms, i64[gemms] high, i64[gemms] streak, u64 switches, each: i64 step,
+//   i64 gemm, f64 statistic, i64 to_fp8 | u64 workers, each: u64 tensors, each: u64 count,
+//   f32[count] residual | the SHA-256 (32 bytes) of everything before it.
 // str = u64 length + bytes. The trailing hash turns a truncated or damaged file into an error
 // rather than a silently different run.
 //
@@ -22,10 +27,12 @@
 // at any instant leaves the previous checkpoint or the new one, never half of one.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "harness/train/precision_controller.hpp"
 #include "harness/train/training_record.hpp"
 #include "kernels/loss_scaling/delayed_scaling.hpp"
 #include "kernels/loss_scaling/loss_scaler_state.hpp"
@@ -57,6 +64,8 @@ struct RunCheckpoint {
   std::vector<StepRecord> records;  // one per step done
   std::vector<TensorState> tensors;
   std::vector<DelayedOperandState> delayed;  // delayed-scaling recipes only
+  std::optional<PrecisionControllerState> controller;         // adaptive precision runs only
+  std::vector<std::vector<std::vector<float>>> residuals;    // error feedback: per worker, per tensor
 };
 
 // "checkpoint FILE: field 'F': what is wrong": a checkpoint that cannot be read, or one that

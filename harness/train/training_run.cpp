@@ -116,9 +116,14 @@ double zero_fraction(const LlamaWeights& weights, const std::vector<std::string>
 
 RunCheckpoint snapshot(const std::string& identity, std::int64_t next_step, const std::vector<StepRecord>& records,
                        const LlamaWeights& weights, const OptimizerState& state) {
-  RunCheckpoint c{identity, this_build(), next_step, state.updates, state.scaler.state(), records, {}, {}};
+  RunCheckpoint c{identity, this_build(), next_step, state.updates, state.scaler.state(), records, {}, {}, {}, {}};
   for (const DelayedOperand& d : state.delayed.operands())
     c.delayed.push_back({d.key, d.scaler.config(), d.scaler.history(), d.scaler.scale()});
+  if (state.controller) c.controller = state.controller->state();
+  for (const WorkerCompressor& w : state.compressors) {
+    std::vector<std::vector<float>>& worker = c.residuals.emplace_back();
+    for (std::size_t t = 0; t < w.tensor_count(); ++t) worker.emplace_back(w.residual(t).begin(), w.residual(t).end());
+  }
   for (std::size_t t = 0; t < state.names.size(); ++t) {
     TensorState& ts = c.tensors.emplace_back();
     ts.name = state.names[t];
@@ -168,6 +173,23 @@ std::int64_t restore(const RunCheckpoint& c, const std::filesystem::path& file, 
     } catch (const std::invalid_argument& e) {
       fail("delayed", e.what());
     }
+  }
+  if (state.controller.has_value() != c.controller.has_value())
+    fail("controller", state.controller ? "the run schedules precisions; the checkpoint holds no controller state"
+                                        : "the checkpoint holds a controller state; the run schedules no precisions");
+  try {
+    if (state.controller) state.controller->restore(*c.controller);
+  } catch (const std::invalid_argument& e) {
+    fail("controller", e.what());
+  }
+  if (c.residuals.size() != state.compressors.size())
+    fail("residuals", std::to_string(c.residuals.size()) + " workers' residuals; the run compresses for " +
+                          std::to_string(state.compressors.size()));
+  try {
+    for (std::size_t w = 0; w < c.residuals.size(); ++w)
+      for (std::size_t t = 0; t < c.residuals[w].size(); ++t) state.compressors[w].restore_residual(t, c.residuals[w][t]);
+  } catch (const std::invalid_argument& e) {
+    fail("residuals", e.what());
   }
   return c.next_step;
 }
@@ -251,10 +273,6 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
     state.controller.emplace(*config.techniques.adaptive, recipe, linear_layer_names(model));
   std::int64_t first_step = 0;
   if (const RunCheckpoint* c = checkpointing.resume_from) {
-    if (config.techniques.adaptive_on() || (config.techniques.compressing() && config.techniques.compression.error_feedback))
-      throw CheckpointError("checkpoint " + checkpointing.file.string() +
-                            ": field 'techniques': a run with adaptive precision or error feedback cannot resume (the "
-                            "checkpoint holds no controller or residual state); run it again from the start");
     first_step = restore(*c, checkpointing.file, config, weights, state);
     result.steps = c->records;
     result.resumed_at_step = first_step;

@@ -108,8 +108,7 @@ struct Checkpointing {
 using StepObserver = std::function<void(std::int64_t, const StepRecord&)>;
 
 // Throws std::invalid_argument for a bad config, a recipe the model cannot run, or a stream
-// too short for one batch (naming the field). A run with adaptive precision or error feedback
-// cannot resume from a checkpoint (their state is not in it): CheckpointError.
+// too short for one batch (naming the field).
 // A checkpoint whose tensors do not match the model, or that holds more steps than the run,
 // throws CheckpointError naming the field.
 TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeights& initial, const TokenStream& train,

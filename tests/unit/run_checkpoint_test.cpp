@@ -208,3 +208,56 @@ TEST_CASE("final weights: the .safetensors file holds every tensor, shaped, with
   CHECK(w2.shape == std::vector<std::int64_t>{w.config.dim, w.config.hidden_dim});
   CHECK(read_safetensors(file, "rms_final").shape == std::vector<std::int64_t>{w.config.dim});
 }
+
+TEST_CASE("checkpoint: a run with every seed technique resumes to the uninterrupted curve, bit for bit") {
+  // deepseek_v3 under the adaptive controller (a band the Wgrads' twice-rounded operands fall below,
+  // patience 2: a stop after one step leaves streaks half-way), two workers sending their top 10%
+  // with error feedback (the residuals carry over), sparse updates with tracked moments, and FP8
+  // moments in 1x128 groups (stored decoded, re-encoded on resume).
+  const TokenStream stream = fixture_stream();
+  const LlamaWeights& initial = test::stories260k_weights();
+  TrainingRunConfig c = config("deepseek_v3", MomentFormat::e4m3_1x128);
+  PrecisionControllerConfig adaptive;
+  adaptive.every = 1;
+  adaptive.band_low = 30.5;
+  adaptive.band_high = 31.5;
+  adaptive.patience = 2;
+  c.techniques.adaptive = adaptive;
+  c.techniques.workers = 2;
+  c.techniques.compression.kind = CompressionKind::topk;
+  c.techniques.compression.topk_ratio = 0.1;
+  c.techniques.compression.error_feedback = true;
+  c.techniques.sparse.mode = SparseMode::gradient;
+  c.techniques.sparse.ratio = 0.5;
+  c.techniques.sparse.frozen_momentum = true;
+  const TrainingRunResult straight = run_training(c, initial, stream, &stream);
+  REQUIRE_FALSE(straight.switches.empty());  // the controller acted, so its state matters
+  for (const std::int64_t stop_after : {1, 3}) {
+    CAPTURE(stop_after);
+    const auto file = scratch("seed_techniques.ckpt");
+    std::filesystem::remove(file);
+    Checkpointing first;
+    first.file = file;
+    std::int64_t steps_seen = 0;
+    first.stop_requested = [&] { return ++steps_seen == stop_after; };
+    REQUIRE(run_training(c, initial, stream, &stream, {}, first).stopped);
+    const RunCheckpoint saved = read_checkpoint(file);
+    REQUIRE(saved.controller.has_value());
+    REQUIRE(saved.residuals.size() == 2);
+    Checkpointing second;
+    second.file = file;
+    second.resume_from = &saved;
+    const TrainingRunResult resumed = run_training(c, initial, stream, &stream, {}, second);
+    require_same_curve(straight.steps, resumed.steps);
+    require_same_weights(straight.final_weights, resumed.final_weights);
+    REQUIRE(resumed.switches.size() == straight.switches.size());
+    for (std::size_t i = 0; i < straight.switches.size(); ++i) {
+      CHECK(resumed.switches[i].step == straight.switches[i].step);
+      CHECK(resumed.switches[i].layer == straight.switches[i].layer);
+    }
+    // A checkpoint of this run does not fit a run without the techniques' state.
+    TrainingRunConfig plain = c;
+    plain.techniques = SeedTechniques{};
+    CHECK_THROWS_WITH(run_training(plain, initial, stream, &stream, {}, second), Catch::Contains("field 'controller'"));
+  }
+}
