@@ -124,7 +124,7 @@ class TrainStudy final : public StudyKind {
     if (run_.steps < 1 || run_.steps > 1'000'000) throw spec.error("training.steps", "must be in 1..1000000");
     if (run_.seq_len < 1 || run_.seq_len > 4096) throw spec.error("training.seq_len", "must be in 1..4096");
     if (run_.batch < 1 || run_.batch > 4096) throw spec.error("training.batch", "must be in 1..4096");
-    guarded_field(spec, "training.", [&] { run_.validate(); });
+    guarded_field(spec, "training.", [&] { run_.validate_settings(); });
     guarded_field(spec, "data.", [&] {
       if (tokens_ == "sampled") {
         sampler_.validate(512);  // stories260K's seq_len

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace fp8lab {
@@ -18,6 +19,44 @@ void guarded(const StudySpec& spec, const std::string& table, F&& f) {
   }
 }
 
+// A spec integer that a field keeps as int: out of int's range it is refused as itself (a clamp
+// would report another number than the one written).
+int narrow(const std::string& field, std::int64_t value, const std::string& range) {
+  if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
+    throw std::invalid_argument(field + ": must be in " + range + ", got " + std::to_string(value));
+  return static_cast<int>(value);
+}
+
+// A field given for an option its table does not select configures nothing: refused, so that a
+// typo in the option (or a forgotten one) does not pass unseen.
+void refuse_unused(const StudySpec& spec, const std::string& p, const train::SeedTechniques& t) {
+  const std::string kind = train::compression_kind_name(t.compression.kind);
+  const bool quantize = t.compression.kind == train::CompressionKind::quantize;
+  const bool stochastic = quantize && t.compression.rounding == RoundingMode::stochastic;
+  const struct {
+    const char* key;
+    bool applies;
+    std::string when;
+  } rules[] = {
+      {"compression_bits", quantize, "compression = \"quantize\""},
+      {"compression_block", quantize, "compression = \"quantize\""},
+      {"compression_rounding", quantize, "compression = \"quantize\""},
+      {"compression_seed", stochastic, "compression = \"quantize\" with compression_rounding = \"stochastic\""},
+      {"topk_ratio", t.compression.kind == train::CompressionKind::topk, "compression = \"topk\""},
+      {"error_feedback", t.compressing(), "compression = \"quantize\" or \"topk\""},
+      {"sparse_ratio", t.sparse.mode != train::SparseMode::off, "sparse_update = \"gradient\" or \"weight_mask\""},
+      {"adaptive_statistic", t.adaptive_on(), "adaptive_every > 0"},
+      {"adaptive_low", t.adaptive_on(), "adaptive_every > 0"},
+      {"adaptive_high", t.adaptive_on(), "adaptive_every > 0"},
+      {"adaptive_patience", t.adaptive_on(), "adaptive_every > 0"},
+  };
+  for (const auto& rule : rules)
+    if (!rule.applies && spec.table.at_path(p + rule.key))
+      throw std::invalid_argument(std::string(rule.key) + ": applies with " + rule.when + " only (here compression = \"" +
+                                  kind + "\", sparse_update = \"" + train::sparse_mode_name(t.sparse.mode) +
+                                  "\", adaptive_every " + (t.adaptive_on() ? "> 0" : "= 0") + ")");
+}
+
 }  // namespace
 
 void read_technique_fields(const StudySpec& spec, const std::string& table, train::TrainingRunConfig& run) {
@@ -28,7 +67,7 @@ void read_technique_fields(const StudySpec& spec, const std::string& table, trai
     t.workers = spec.get_int(p + "workers", t.workers);
     t.compression.kind = train::parse_compression_kind(
         spec.get_string(p + "compression", train::compression_kind_name(t.compression.kind)));
-    t.compression.bits = static_cast<int>(std::clamp<std::int64_t>(spec.get_int(p + "compression_bits", t.compression.bits), -1, 1 << 20));
+    t.compression.bits = narrow("compression_bits", spec.get_int(p + "compression_bits", t.compression.bits), "4..16");
     t.compression.block = spec.get_int(p + "compression_block", t.compression.block);
     t.compression.rounding = train::parse_compression_rounding(
         spec.get_string(p + "compression_rounding", train::compression_rounding_name(t.compression.rounding)));
@@ -45,11 +84,12 @@ void read_technique_fields(const StudySpec& spec, const std::string& table, trai
     a.statistic = train::parse_adaptive_statistic(spec.get_string(p + "adaptive_statistic", train::adaptive_statistic_name(a.statistic)));
     a.band_low = spec.get_double(p + "adaptive_low", a.band_low);
     a.band_high = spec.get_double(p + "adaptive_high", a.band_high);
-    a.patience = static_cast<int>(std::clamp<std::int64_t>(spec.get_int(p + "adaptive_patience", a.patience), -1, 1 << 20));
+    a.patience = narrow("adaptive_patience", spec.get_int(p + "adaptive_patience", a.patience), "1..2147483647");
     if (every < 0) throw std::invalid_argument("adaptive_every: must be >= 0 (0: off)");
     a.every = every;
     t.adaptive.reset();
     if (every > 0) t.adaptive = a;
+    refuse_unused(spec, p, t);
     t.validate();
   });
 }
@@ -78,6 +118,7 @@ void apply_recipe_training_table(const std::filesystem::path& recipe_file, train
                          "error_feedback, sparse_*, adaptive_*; the rest is the study's)");
   }
   read_technique_fields(recipe, "training", run);
+  guarded(recipe, "training", [&] { run.validate_settings(); });  // with the study's batch (workers must divide it)
 }
 
 }  // namespace fp8lab

@@ -1,9 +1,8 @@
 #include "harness/train/sparse_update.hpp"
 
-#include <algorithm>
-#include <cmath>
-#include <numeric>
 #include <stdexcept>
+
+#include "harness/train/gradient_compression.hpp"
 
 namespace fp8lab::train {
 
@@ -30,24 +29,11 @@ void SparseUpdateConfig::validate() const {
 }
 
 std::vector<std::uint8_t> select_largest_magnitudes(std::span<const float> gradient, double ratio) {
-  const std::size_t n = gradient.size();
-  std::vector<std::uint8_t> selected(n, 0);
-  if (n == 0) return selected;
-  // ceil in double: ratio * n is exact for the n of any model here (n < 2^53), up to one rounding
-  // of the product, which can only move k across an integer when ratio * n is within an ulp of it.
-  const auto k = std::min(n, std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(ratio * static_cast<double>(n)))));
-  if (k == n) {
-    std::fill(selected.begin(), selected.end(), 1);
-    return selected;
-  }
-  std::vector<std::uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  const auto larger = [&](std::uint32_t a, std::uint32_t b) {
-    const float ma = std::fabs(gradient[a]), mb = std::fabs(gradient[b]);
-    return ma != mb ? ma > mb : a < b;  // a strict total order: exactly k chosen, ties to the lower index
-  };
-  std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), larger);
-  for (std::size_t i = 0; i < k; ++i) selected[order[i]] = 1;
+  // The same selection as top-k gradient compression (its k, its tie rule), so that a ratio means
+  // one thing in both options.
+  std::vector<std::uint8_t> selected(gradient.size(), 0);
+  const std::int64_t k = topk_count(static_cast<std::int64_t>(gradient.size()), ratio);
+  for (const std::uint32_t i : select_topk(gradient, k).indices) selected[i] = 1;
   return selected;
 }
 

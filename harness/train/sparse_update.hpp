@@ -2,10 +2,11 @@
 // Dynamic sparse updates (issue 26, technique 3): per step and per tensor, only the parameters
 // with the largest gradient magnitudes are updated; the others are frozen for the step.
 //
-// Selection: the k = ceil(ratio * n) elements of largest |g| of an n-element tensor are selected
-// (the per-tensor quantile 1 - ratio of |g|, made exact: ties broken towards the lower index, so
-// exactly k are chosen whatever the values). A NaN gradient never reaches here (a step whose
-// gradient is not finite is not applied).
+// Selection: the k = topk_count(n, ratio) (about ceil(ratio * n)) elements of largest |g| of an
+// n-element tensor are selected, as top-k gradient compression selects them
+// (harness/train/gradient_compression.hpp): the per-tensor quantile 1 - ratio of |g|, made exact,
+// ties broken towards the lower index, so exactly k are chosen whatever the values. A NaN gradient
+// never reaches here (a step whose gradient is not finite is not applied).
 //
 // Two modes, both configured by `ratio`:
 //   gradient     the selected elements get AdamW's update; the frozen ones keep their value (no
@@ -41,7 +42,7 @@ struct SparseUpdateConfig {
   void validate() const;
 };
 
-// 1 for the ceil(ratio * n) elements of largest |gradient| (ties: the lower index), else 0.
+// 1 for the topk_count(n, ratio) elements of largest |gradient| (ties: the lower index), else 0.
 std::vector<std::uint8_t> select_largest_magnitudes(std::span<const float> gradient, double ratio);
 
 // weight_mask mode: weights[i] *= 0 where selected[i] == 0. Returns how many weights are zero after.

@@ -8,8 +8,8 @@
 #include <stdexcept>
 
 #include "harness/train/data_parallel_gradient.hpp"
+#include "harness/train/optimizer_step.hpp"
 #include "harness/train/resident_set.hpp"
-#include "harness/train/sparse_update.hpp"
 #include "kernels/train/heap_retention.hpp"
 #include "kernels/cpu/check_finite_and_unscale.hpp"
 #include "kernels/loss_scaling/found_inf_flag.hpp"
@@ -22,7 +22,6 @@
 namespace fp8lab::train {
 namespace {
 
-bool is_norm_gain(const std::string& name) { return name.find("rms") != std::string::npos; }
 
 // FP16 GEMMs overflow and underflow without a loss scale (the fp16 recipe, or an override).
 bool needs_loss_scaling(const PrecisionRecipe& r) {
@@ -59,60 +58,6 @@ struct OptimizerState {
       throw CheckpointError("checkpoint " + checkpoint.string() + ": field 'tensors': they are not the model's tensors");
   }
 };
-
-// What one update did (dynamic sparse updates count their selection).
-struct UpdateCounts {
-  double selected = 0, total = 0, flops = 0;
-  double update_fraction() const { return total > 0 ? selected / total : 0; }
-};
-
-// AdamW on every tensor (step 6 of training_run.hpp), through the sparse-update options
-// (harness/train/sparse_update.hpp). FLOPs: the element loops that run, kAdamWFlopsPerElement
-// each, and for the frozen elements whose moments still track their gradient the moment updates'
-// share (kAdamWMomentFlopsPerElement).
-UpdateCounts apply_adamw(const TrainingRunConfig& config, OptimizerState& state, LlamaWeights& weights,
-                         const std::vector<std::vector<float>>& gradients, double lr) {
-  const SparseUpdateConfig& sparse = config.techniques.sparse;
-  UpdateCounts counts;
-  for (std::size_t t = 0; t < state.names.size(); ++t) {
-    const double decay = !config.decay_norm_gains && is_norm_gain(state.names[t]) ? 0.0 : config.adamw.weight_decay;
-    const std::span<float> w = named_weight_values(weights, state.names[t]);
-    const std::span<const float> g = gradients[t];
-    const auto n = static_cast<double>(g.size());
-    counts.total += n;
-    if (sparse.mode == SparseMode::off) {
-      adamw_update(w, g, state.moments[t], config.adamw, state.updates, lr, decay);
-      counts.selected += n;
-      counts.flops += n * kAdamWFlopsPerElement;
-      continue;
-    }
-    const std::vector<std::uint8_t> selected = select_largest_magnitudes(g, sparse.ratio);
-    const auto k = static_cast<double>(std::count(selected.begin(), selected.end(), std::uint8_t{1}));
-    if (sparse.mode == SparseMode::gradient) {
-      const UpdateMask mask{selected, sparse.frozen_momentum};
-      adamw_update(w, g, state.moments[t], config.adamw, state.updates, lr, decay, &mask);
-      counts.selected += k;
-      counts.flops += k * kAdamWFlopsPerElement + (sparse.frozen_momentum ? (n - k) * kAdamWMomentFlopsPerElement : 0);
-    } else {  // weight_mask: the whole update, then the mask on the weights themselves
-      adamw_update(w, g, state.moments[t], config.adamw, state.updates, lr, decay);
-      multiply_by_mask(w, selected);
-      counts.selected += n;
-      counts.flops += n * kAdamWFlopsPerElement;
-    }
-  }
-  return counts;
-}
-
-// The fraction of the trained weights that are exactly zero.
-double zero_fraction(const LlamaWeights& weights, const std::vector<std::string>& names) {
-  double zeros = 0, total = 0;
-  for (const std::string& name : names) {
-    const std::span<const float> w = named_weight_values(weights, name);
-    zeros += static_cast<double>(std::count(w.begin(), w.end(), 0.0f));
-    total += static_cast<double>(w.size());
-  }
-  return total > 0 ? zeros / total : 0;
-}
 
 RunCheckpoint snapshot(const std::string& identity, std::int64_t next_step, const std::vector<StepRecord>& records,
                        const LlamaWeights& weights, const OptimizerState& state) {
@@ -196,7 +141,7 @@ std::int64_t restore(const RunCheckpoint& c, const std::filesystem::path& file, 
 
 }  // namespace
 
-void TrainingRunConfig::validate() const {
+void TrainingRunConfig::validate_settings() const {
   if (batch < 1) throw std::invalid_argument("batch: must be >= 1");
   if (seq_len < 1) throw std::invalid_argument("seq_len: must be >= 1");
   if (steps < 1) throw std::invalid_argument("steps: must be >= 1");
@@ -211,9 +156,22 @@ void TrainingRunConfig::validate() const {
   if (batch % techniques.workers != 0)
     throw std::invalid_argument("workers: " + std::to_string(techniques.workers) + " does not divide the batch of " +
                                 std::to_string(batch));
+}
+
+void TrainingRunConfig::validate() const {
+  validate_settings();
   const auto fp8 = [](const GemmPrecision& g) { return g.kind == GemmPrecision::Kind::fp8; };
   if (techniques.adaptive_on() && !fp8(recipe.fprop) && !fp8(recipe.dgrad) && !fp8(recipe.wgrad))
     throw std::invalid_argument("adaptive_every: the recipe " + recipe.name + " runs no FP8 GEMM to schedule");
+  // A GEMM the controller holds in BF16 records no amaxes, so its delayed scale would be stale
+  // when it returns to FP8.
+  const auto delayed = [](const GemmPrecision& g) { return g.delayed_scaling; };
+  bool any_delayed = delayed(recipe.fprop) || delayed(recipe.dgrad) || delayed(recipe.wgrad);
+  for (const LayerOverride& o : recipe.overrides)
+    for (const auto* g : {&o.fprop, &o.dgrad, &o.wgrad}) any_delayed = any_delayed || (*g && delayed(**g));
+  if (techniques.adaptive_on() && any_delayed)
+    throw std::invalid_argument("adaptive_every: not with the delayed-scaling recipe " + recipe.name +
+                                " (a GEMM back from BF16 would quantize with the scale it left with)");
   if (techniques.compressing() && needs_loss_scaling(recipe))
     throw std::invalid_argument("compression: not with a loss-scaled (fp16) recipe: its overflow steps would enter the "
                                 "compressed gradients and their error-feedback residuals");
@@ -341,7 +299,8 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
           for (float& x : v) x *= coefficient;
       }
       ++state.updates;
-      const UpdateCounts counts = apply_adamw(config, state, weights, gradients, record.lr);
+      const UpdateCounts counts = apply_adamw(config.adamw, config.techniques.sparse, config.decay_norm_gains, state.names,
+                                              state.moments, state.updates, weights, gradients, record.lr);
       record.update_fraction = counts.update_fraction();
       record.optimizer_flops = counts.flops;
     }
@@ -383,6 +342,10 @@ TrainingRunResult run_training(const TrainingRunConfig& config, const LlamaWeigh
   if (state.controller) result.switches = state.controller->switches();
   if (!state.compressors.empty()) result.error_feedback_bytes_per_worker = state.compressors.front().residual_bytes();
   result.gradient_accumulator_bytes = (4 + 8) * result.parameters;
+  // The all-reduce (data_parallel_gradient.hpp), when it runs: a worker's FP32 mean and the
+  // double sum over workers; error feedback adds every simulated worker's FP32 residuals.
+  if (config.techniques.workers > 1 || config.techniques.compressing()) result.gradient_accumulator_bytes += (4 + 8) * result.parameters;
+  for (const WorkerCompressor& w : state.compressors) result.gradient_accumulator_bytes += w.residual_bytes();
   std::size_t step_peak = 0;
   for (const StepRecord& r : result.steps) step_peak = std::max(step_peak, r.step_peak_bytes);
   result.peak_bytes = step_peak + result.master_weight_bytes + result.optimizer_state_bytes + result.gradient_accumulator_bytes;

@@ -72,6 +72,9 @@ struct TrainingRunConfig {
 
   // Throws std::invalid_argument naming the field (the caller adds the file or flag).
   void validate() const;
+  // The same checks but those that depend on the recipe (a study validates its settings before
+  // it knows each point's recipe, then every point's run with validate()).
+  void validate_settings() const;
   // Every field that shapes the curve, one "name = value" per line (doubles in 17 digits):
   // part of a checkpoint's identity.
   std::string describe() const;
@@ -83,7 +86,9 @@ struct TrainingRunResult {
   std::size_t parameters = 0;
   std::size_t master_weight_bytes = 0;        // FP32 master weights
   std::size_t optimizer_state_bytes = 0;      // the two moments, in their format
-  std::size_t gradient_accumulator_bytes = 0; // the FP32 mean gradient (the double sums counted too)
+  std::size_t gradient_accumulator_bytes = 0; // the FP32 mean gradient (the double sums counted too; with
+                                              // workers or compression also the all-reduce's buffers and
+                                              // every simulated worker's error-feedback residuals)
   std::size_t peak_bytes = 0;                 // max step peak + the three above
   std::size_t resident_before_run_bytes = 0;  // the process's resident set as the run began (0: not reported)
   std::int64_t resumed_at_step = 0;           // the first step this call computed (0: a fresh run)

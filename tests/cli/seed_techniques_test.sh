@@ -54,6 +54,12 @@ case_bad_specs() {
   write_spec 'workers = 0'; expect_spec_refused "$spec" "training.workers"
   write_spec 'compression = "zip"'; expect_spec_refused "$spec" "training.compression" "zip"
   write_spec $'compression = "quantize"\ncompression_bits = 3'; expect_spec_refused "$spec" "training.compression_bits"
+  write_spec $'compression = "quantize"\ncompression_bits = 99999999999'
+  expect_spec_refused "$spec" "training.compression_bits" "got 99999999999"   # the value written, not a clamp
+  # A field of an option the table does not select configures nothing: refused.
+  write_spec $'compression = "quantize"\ntopk_ratio = 0.5'; expect_spec_refused "$spec" "training.topk_ratio" "applies with"
+  write_spec 'adaptive_low = 20'; expect_spec_refused "$spec" "training.adaptive_low" "adaptive_every > 0"
+  write_spec 'error_feedback = true'; expect_spec_refused "$spec" "training.error_feedback" "applies with"
   write_spec $'compression = "topk"\ntopk_ratio = 0'; expect_spec_refused "$spec" "training.topk_ratio"
   write_spec 'compression_rounding = "up"'; expect_spec_refused "$spec" "training.compression_rounding"
   write_spec 'sparse_update = "sometimes"'; expect_spec_refused "$spec" "training.sparse_update"
@@ -64,7 +70,12 @@ case_bad_specs() {
   write_spec $'adaptive_every = 5\nadaptive_low = 20\nadaptive_high = 30\nadaptive_statistic = "vibes"'
   expect_spec_refused "$spec" "training.adaptive_statistic"
   write_spec $'adaptive_every = 5\nadaptive_low = 20\nadaptive_high = 30'   # bf16 has no FP8 GEMM to schedule
-  expect_spec_refused "$spec" "adaptive_every" "no FP8 GEMM"
+  expect_spec_refused "$spec" "adaptive_every" "no FP8 GEMM" "recipe bf16"
+  write_spec $'adaptive_every = 5\nadaptive_low = 20\nadaptive_high = 30' '"fp8_delayed"'
+  expect_spec_refused "$spec" "adaptive_every" "delayed-scaling"
+  # ... and set in the spec for an FP8 recipe, it runs.
+  write_spec $'adaptive_every = 2\nadaptive_low = 20\nadaptive_high = 30' '"deepseek_v3"'
+  expect_exit 0 "$fp8lab" run "$spec" -o "$work/adaptive.h5" --quiet
   write_spec 'moments = "fp8"'; expect_spec_refused "$spec" "training.moments" "e4m3_1x128"
   write_spec 'error_feedback = "yes"'; expect_spec_refused "$spec" "training.error_feedback"
   write_spec 'compresion = "topk"'; expect_spec_refused "$spec" "training.compresion" "unknown key"
@@ -74,7 +85,7 @@ case_bad_specs() {
   recipe_file steps 'steps = 3'
   write_spec '' '"steps.toml"'; expect_recipe_refused "$work/steps.toml" "training.steps" "not a technique field"
   recipe_file odd 'workers = 3'
-  write_spec '' '"odd.toml"'; expect_spec_refused "$spec" "workers: 3 does not divide"
+  write_spec '' '"odd.toml"'; expect_recipe_refused "$work/odd.toml" "training.workers" "workers: 3 does not divide"
   # fp8lab train runs the same study kind: a recipe file's [training] table applies there too.
   recipe_file dp3 'workers = 3'
   expect_one_line_error "workers: 3 does not divide the batch of 2" "$fp8lab" train --recipe "$work/dp3.toml" --steps 1 \

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <omp.h>
 
 #include "harness/train/data_parallel_gradient.hpp"
 #include "harness/train/training_run.hpp"
@@ -210,4 +211,35 @@ TEST_CASE("training run: bad technique settings name their field") {
   c.recipe = named_recipe("fp16");
   c.techniques.compression.kind = CompressionKind::topk;
   CHECK_THROWS_WITH(run_training(c, test::stories260k_weights(), stream, nullptr), Catch::StartsWith("compression:"));
+}
+
+TEST_CASE("training run: the techniques give the same bits on 1 and 2 threads") {
+  // Stochastic rounding's draws depend on (seed, step, worker, tensor, element) alone and every sum
+  // runs in a fixed order, so the thread count changes nothing.
+  const TokenStream stream = fixture_stream();
+  TrainingRunConfig c = config(4, 3);
+  c.recipe = named_recipe("deepseek_v3");
+  c.adamw.moments = MomentFormat::e4m3_1x128;
+  c.techniques.workers = 2;
+  c.techniques.compression.kind = CompressionKind::quantize;
+  c.techniques.compression.bits = 4;
+  c.techniques.compression.block = 64;
+  c.techniques.compression.rounding = RoundingMode::stochastic;
+  c.techniques.compression.seed = 11;
+  c.techniques.sparse.mode = SparseMode::gradient;
+  c.techniques.sparse.ratio = 0.3;
+  PrecisionControllerConfig a;
+  a.band_low = 30.5;
+  a.band_high = 31.5;
+  c.techniques.adaptive = a;
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const TrainingRunResult one = run_training(c, test::stories260k_weights(), stream, nullptr);
+  omp_set_num_threads(2);
+  const TrainingRunResult two = run_training(c, test::stories260k_weights(), stream, nullptr);
+  omp_set_num_threads(threads);
+  CHECK(same_weights(one.final_weights, two.final_weights));
+  for (std::size_t s = 0; s < one.steps.size(); ++s) CHECK(one.steps[s].train_loss == two.steps[s].train_loss);
+  CHECK(one.switches.size() == two.switches.size());
+  CHECK_FALSE(one.switches.empty());
 }
