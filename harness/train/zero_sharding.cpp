@@ -51,6 +51,10 @@ ModelStateBytes tensor_bytes(std::int64_t rows, std::int64_t cols, bool linear, 
     b.weights += ceil_div(rows, s.weight_block) * ceil_div(cols, s.weight_block) * StatePrecision::kScaleBytes;
   b.gradients = n * s.gradient_bytes;
   std::int64_t moment = n * s.moment_bytes;
+  // 1x128 groups along each row. The training loop's FP8 moments (harness/train/adamw.hpp) group
+  // 128 consecutive elements of the flattened tensor instead: the same count whenever a row's
+  // length is a multiple of 128 (every tensor of the Llama 3.1 presets), not for narrower rows
+  // (stories260K's dim 64, where one of its groups spans two rows).
   if (s.moment_group > 0) moment += rows * ceil_div(cols, s.moment_group) * StatePrecision::kScaleBytes;
   b.optimizer = n * s.master_bytes + s.moments * moment;
   return b;
