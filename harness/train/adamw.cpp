@@ -187,6 +187,8 @@ void adamw_update(std::span<float> param, std::span<const float> gradient, AdamW
   // FP8 moments are stored per group, so the tensor's new moments are gathered first (in FP32)
   // and quantized at the end; a left element contributes its decoded moments unchanged.
   const bool per_group = is_fp8(moments.format());
+  // The FP8 formats' new m and v in FP32 until the whole tensor's groups are stored: 8 transient
+  // bytes per element, beside the moments' bytes() (not in the run's byte counts).
   std::vector<float> m_new(per_group ? param.size() : 0), v_new(per_group ? param.size() : 0);
   for (std::size_t i = 0; i < param.size(); ++i) {
     const bool selected = mask == nullptr || mask->selected[i] != 0;

@@ -12,7 +12,9 @@
 // per element |g - fl32(S / batch)| <= u (mean_w |g_w| + 2 |g|) + O(u^2), u = 2^-24 (each g_w carries
 // one rounding, relative u; the all-reduce's double sum is exact to 2^-53; its fl32 and the
 // reference's add one each): tested in tests/unit/seed_training_test.cpp.
-// The train loss is the sum of the sequences' losses in batch order, whatever W.
+// The train loss is the sum of the sequences' losses in batch order, whatever W. A delayed-scaling
+// recipe's amax histories are shared by the workers (the runner's one DelayedOperandScales): the
+// amax all-reduce that Transformer Engine performs across data-parallel ranks.
 #include <cstdint>
 #include <span>
 #include <string>
