@@ -49,6 +49,19 @@ struct StudySpec {
   mutable std::set<std::string> requested_;  // every dotted key a get_* asked for
 };
 
+// f(), with an std::invalid_argument whose message starts with its field ("lr: must be ...")
+// rethrown as the SpecError of prefix + that field ("training.lr"): how settings checked outside
+// the spec reader (a config's validate()) still name the file and the field.
+template <class F>
+void with_field_errors(const StudySpec& spec, const std::string& prefix, F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    throw spec.error(prefix + what.substr(0, what.find(':')), what);
+  }
+}
+
 StudySpec load_study_spec(const std::filesystem::path& file);
 // The same from the file's text (`file` names it in errors, and [tensors] paths are relative
 // to its folder): what the fuzz target drives.

@@ -124,8 +124,8 @@ class TrainStudy final : public StudyKind {
     if (run_.steps < 1 || run_.steps > 1'000'000) throw spec.error("training.steps", "must be in 1..1000000");
     if (run_.seq_len < 1 || run_.seq_len > 4096) throw spec.error("training.seq_len", "must be in 1..4096");
     if (run_.batch < 1 || run_.batch > 4096) throw spec.error("training.batch", "must be in 1..4096");
-    guarded_field(spec, "training.", [&] { run_.validate_settings(); });
-    guarded_field(spec, "data.", [&] {
+    with_field_errors(spec, "training.", [&] { run_.validate_settings(); });
+    with_field_errors(spec, "data.", [&] {
       if (tokens_ == "sampled") {
         sampler_.validate(512);  // stories260K's seq_len
         if (val_sample_tokens_ < 2) throw std::invalid_argument("val_sample_tokens: must be >= 2");
@@ -282,16 +282,6 @@ class TrainStudy final : public StudyKind {
       throw spec.error(field, e.what());
     } catch (const TensorFileError& e) {
       throw spec.error(field, e.what());
-    }
-  }
-  // The same, the field named by the message's first word ("lr: must be ...").
-  template <class F>
-  static void guarded_field(const StudySpec& spec, const std::string& table, F&& f) {
-    try {
-      f();
-    } catch (const std::invalid_argument& e) {
-      const std::string what = e.what();
-      throw spec.error(table + what.substr(0, what.find(':')), what);
     }
   }
 

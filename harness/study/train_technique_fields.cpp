@@ -8,17 +8,6 @@
 namespace fp8lab {
 namespace {
 
-// f(), an std::invalid_argument "field: why" turned into a SpecError naming table.field.
-template <class F>
-void guarded(const StudySpec& spec, const std::string& table, F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    throw spec.error(table + "." + what.substr(0, what.find(':')), what);
-  }
-}
-
 // A spec integer that a field keeps as int: out of int's range it is refused as itself (a clamp
 // would report another number than the one written).
 int narrow(const std::string& field, std::int64_t value, const std::string& range) {
@@ -62,7 +51,7 @@ void refuse_unused(const StudySpec& spec, const std::string& p, const train::See
 void read_technique_fields(const StudySpec& spec, const std::string& table, train::TrainingRunConfig& run) {
   const std::string p = table + ".";
   train::SeedTechniques& t = run.techniques;
-  guarded(spec, table, [&] {
+  with_field_errors(spec, table + ".", [&] {
     run.adamw.moments = train::parse_moment_format(spec.get_string(p + "moments", train::moment_format_name(run.adamw.moments)));
     t.workers = spec.get_int(p + "workers", t.workers);
     t.compression.kind = train::parse_compression_kind(
@@ -118,7 +107,7 @@ void apply_recipe_training_table(const std::filesystem::path& recipe_file, train
                          "error_feedback, sparse_*, adaptive_*; the rest is the study's)");
   }
   read_technique_fields(recipe, "training", run);
-  guarded(recipe, "training", [&] { run.validate_settings(); });  // with the study's batch (workers must divide it)
+  with_field_errors(recipe, "training.", [&] { run.validate_settings(); });  // with the study's batch (workers must divide it)
 }
 
 }  // namespace fp8lab

@@ -8,11 +8,6 @@
 namespace fp8lab::train {
 namespace {
 
-constexpr std::uint64_t kGamma = 0x9E3779B97F4A7C15ull;  // SplitMix64's increment
-
-// The (v + 1)-th SplitMix64 output seeded with z (mod 2^64 throughout).
-std::uint64_t mix(std::uint64_t z, std::uint64_t v) { return splitmix64_mix(z + (v + 1) * kGamma); }
-
 bool all_finite(std::span<const float> x) {
   return std::all_of(x.begin(), x.end(), [](float v) { return std::isfinite(v); });
 }
@@ -105,7 +100,7 @@ double compression_ratio(const CompressionConfig& config, std::int64_t n) {
 }
 
 std::uint64_t compression_stream(std::uint64_t seed, std::int64_t step, std::size_t worker, std::size_t tensor) {
-  return mix(mix(mix(seed, static_cast<std::uint64_t>(step)), worker), tensor);
+  return splitmix64_output(splitmix64_output(splitmix64_output(seed, static_cast<std::uint64_t>(step)), worker), tensor);
 }
 
 QuantizedGroups quantize_groups(std::span<const float> x, int bits, std::int64_t block, RoundingMode rounding,

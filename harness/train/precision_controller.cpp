@@ -30,17 +30,6 @@ bool leaves(Statistic statistic, bool high, double value, double low, double upp
   return low_is_bad ? value > upper : value < low;
 }
 
-// out x in of a linear layer's weight (the engine's shapes: parameter_count in model_config.hpp).
-std::pair<double, double> weight_shape(const ModelConfig& c, const std::string& layer) {
-  if (layer == "classifier") return {c.vocab, c.dim};
-  const std::string kind = layer.substr(layer.find('.') + 1);
-  if (kind == "wq" || kind == "wo") return {c.dim, c.dim};
-  if (kind == "wk" || kind == "wv") return {c.kv_dim(), c.dim};
-  if (kind == "w1" || kind == "w3") return {c.hidden, c.dim};
-  if (kind == "w2") return {c.dim, c.hidden};
-  throw std::invalid_argument("layer '" + layer + "' is no linear layer of model " + c.name);
-}
-
 }  // namespace
 
 const char* adaptive_statistic_name(Statistic statistic) {
@@ -182,8 +171,8 @@ double fp8_flop_fraction(const PrecisionRecipe& recipe, const ModelConfig& model
   recipe.validate(model);
   double fp8 = 0, all = 0;
   for (const std::string& layer : linear_layer_names(model)) {
-    const auto [out, in] = weight_shape(model, layer);
-    const double per_gemm = flops::gemm(static_cast<double>(tokens), out, in);  // the same for all three kinds
+    const auto [out, in] = linear_layer_shape(model, layer);
+    const double per_gemm = flops::gemm(static_cast<double>(tokens), static_cast<double>(out), static_cast<double>(in));  // the same for all three kinds
     for (GemmKind k : kGemmKinds) {
       all += per_gemm;
       if (recipe.resolve(layer, k).kind == GemmPrecision::Kind::fp8) fp8 += per_gemm;

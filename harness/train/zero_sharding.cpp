@@ -71,19 +71,18 @@ std::int64_t parse_decimal(std::string_view text) {
 
 std::vector<ParameterTensor> parameter_tensors(const ModelConfig& m, bool separate_classifier) {
   m.validate();
-  const std::int64_t dim = m.dim, kv = m.kv_dim(), hidden = m.hidden;
+  const std::int64_t dim = m.dim;
   std::vector<ParameterTensor> t{{"embedding", m.vocab, dim, false}};
+  const auto linear = [&](const std::string& name) {
+    const auto [rows, cols] = linear_layer_shape(m, name);
+    t.push_back({name, rows, cols, true});
+  };
   for (int l = 0; l < m.layers; ++l) {
     const std::string p = "L" + std::to_string(l) + ".";
     t.push_back({p + "rms_att", 1, dim, false});
-    t.push_back({p + "wq", dim, dim, true});
-    t.push_back({p + "wk", kv, dim, true});
-    t.push_back({p + "wv", kv, dim, true});
-    t.push_back({p + "wo", dim, dim, true});
+    for (const char* kind : {"wq", "wk", "wv", "wo"}) linear(p + kind);
     t.push_back({p + "rms_ffn", 1, dim, false});
-    t.push_back({p + "w1", hidden, dim, true});
-    t.push_back({p + "w2", dim, hidden, true});
-    t.push_back({p + "w3", hidden, dim, true});
+    for (const char* kind : {"w1", "w2", "w3"}) linear(p + kind);
   }
   t.push_back({"rms_final", 1, dim, false});
   if (separate_classifier) t.push_back({"classifier", m.vocab, dim, false});

@@ -45,10 +45,15 @@ FP8LAB_HD constexpr std::uint64_t splitmix64_mix(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// The (index + 1)-th output of SplitMix64 seeded with `seed` (mod 2^64 throughout).
+FP8LAB_HD constexpr std::uint64_t splitmix64_output(std::uint64_t seed, std::uint64_t index) {
+  constexpr std::uint64_t kGamma = 0x9E3779B97F4A7C15ull;  // SplitMix64's increment
+  return splitmix64_mix(seed + (index + 1) * kGamma);
+}
+
 // The 32-bit draw u of element `index` (step 1 above).
 FP8LAB_HD constexpr std::uint32_t stochastic_draw(std::uint64_t seed, std::uint64_t index) {
-  constexpr std::uint64_t kGamma = 0x9E3779B97F4A7C15ull;  // SplitMix64's increment
-  return static_cast<std::uint32_t>(splitmix64_mix(seed + (index + 1) * kGamma) >> 32);
+  return static_cast<std::uint32_t>(splitmix64_output(seed, index) >> 32);
 }
 
 // v rounded stochastically with draw u (steps 2 and 3), as an FP32 value the format holds

@@ -50,6 +50,17 @@ std::vector<std::string> linear_layer_names(const ModelConfig& config) {
   return names;
 }
 
+std::pair<std::int64_t, std::int64_t> linear_layer_shape(const ModelConfig& c, const std::string& layer) {
+  const std::int64_t dim = c.dim, kv = c.kv_dim(), hidden = c.hidden;
+  if (layer == "classifier") return {c.vocab, dim};
+  const std::string kind = layer.substr(layer.find('.') + 1);
+  if (kind == "wq" || kind == "wo") return {dim, dim};
+  if (kind == "wk" || kind == "wv") return {kv, dim};
+  if (kind == "w1" || kind == "w3") return {hidden, dim};
+  if (kind == "w2") return {dim, hidden};
+  throw std::invalid_argument("layer '" + layer + "' is no linear layer of model " + c.name);
+}
+
 std::int64_t parameter_count(const ModelConfig& c) {
   const std::int64_t dim = c.dim, kv = c.kv_dim(), hidden = c.hidden;
   return c.vocab * dim + c.layers * (2 * dim + 2 * dim * dim + 2 * kv * dim + 3 * hidden * dim) + dim;

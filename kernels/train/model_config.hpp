@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fp8lab::train {
@@ -31,6 +32,10 @@ std::vector<std::string> model_preset_names();
 // and "classifier".
 inline constexpr const char* kLinearKinds[] = {"wq", "wk", "wv", "wo", "w1", "w2", "w3"};
 std::vector<std::string> linear_layer_names(const ModelConfig& config);
+// out x in of a linear layer's weight, by its name above ("L3.w2" or "w2", "classifier"): wq, wo
+// dim x dim; wk, wv kv_dim x dim; w1, w3 hidden x dim; w2 dim x hidden; classifier vocab x dim.
+// Throws std::invalid_argument for a name that is no linear layer.
+std::pair<std::int64_t, std::int64_t> linear_layer_shape(const ModelConfig& config, const std::string& layer);
 
 // Trained parameters of the engine's model (classifier tied to the embedding): vocab dim +
 // layers (2 dim + 2 dim^2 + 2 kv_dim dim + 3 hidden dim) + dim.
