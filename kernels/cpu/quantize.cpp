@@ -126,21 +126,28 @@ void quantize_tiles_for_cpu(const float* x, QuantizedTensor& q) {
   const bool rows_avx2 = isa != CpuIsa::scalar && detail::rows_avx2_serves(q);
   const bool two_level = scale_rule_math(q.config.scale_rule).two_level;
   const bool parallel = q.rows * q.cols >= kParallelQuantizeElements;
-  if (two_level && rows_avx2) {  // the tile amaxes kept in q.scales for the second pass
+  // The 1xT path takes rows in groups of kLockstepRows (its two-level passes walk a group's rows
+  // side by side); the tile amaxes are kept in q.scales for the second pass.
+  const std::int64_t row_groups = (q.rows + detail::kLockstepRows - 1) / detail::kLockstepRows;
+  const auto group_end = [&](std::int64_t g) { return std::min(q.rows, (g + 1) * detail::kLockstepRows); };
+  if (two_level && rows_avx2) {
     std::uint32_t amax_bits = 0;
 #pragma omp parallel for schedule(static) reduction(max : amax_bits) if (parallel)
-    for (std::int64_t r = 0; r < q.rows; ++r) amax_bits = std::max(amax_bits, detail::tile_amaxes_avx2(x, q, r, r + 1));
+    for (std::int64_t g = 0; g < row_groups; ++g)
+      amax_bits = std::max(amax_bits, detail::tile_amaxes_avx2(x, q, g * detail::kLockstepRows, group_end(g)));
     q.tensor_amax = float_from_bits(amax_bits);
   } else if (two_level) {
     q.tensor_amax = tile_amax(x, q.cols, 0, q.rows, 0, q.cols);
   }
   if (two_level) q.tensor_scale = tensor_scale(q.tensor_amax, q.config.scale_rule, element_traits_of<F>());
+  if (rows_avx2) {
+#pragma omp parallel for schedule(static) if (parallel)
+    for (std::int64_t g = 0; g < row_groups; ++g)
+      detail::quantize_rows_avx2(x, q, g * detail::kLockstepRows, group_end(g));
+    return;
+  }
 #pragma omp parallel for schedule(static) if (parallel)
   for (std::int64_t tr = 0; tr < q.scale_rows; ++tr) {
-    if (rows_avx2) {
-      detail::quantize_rows_avx2(x, q, tr, tr + 1);
-      continue;
-    }
     switch (isa) {
       case CpuIsa::avx512: quantize_tiles_avx512<F>(x, q, tr, tr + 1); break;
       case CpuIsa::avx2: quantize_tiles_avx2<F>(x, q, tr, tr + 1); break;

@@ -3,6 +3,8 @@
 // DeepSeek-V3's 1x128 E4M3 fp32 rule (target, issue 2: >= 0.3 x copy), and issue 24's
 // MXFP8 (1x32 E4M3, mx:rceil) and NVFP4 (1x16 E2M1, nvfp4: an extra pass for the tensor amax).
 // Bytes counted: the FP32 input read once (the quantity both benchmarks move).
+#include <algorithm>
+#include <bit>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "kernels/benchmark_ratios.hpp"
 #include "kernels/cpu/cpu_bench_context.hpp"
 #include "kernels/cpu/quantize.hpp"
+#include "kernels/cpu/quantize_rows_avx2.hpp"
 
 namespace {
 
@@ -67,9 +70,33 @@ void BM_QuantizeNvfp4(benchmark::State& state) {
   quantize_scheme(state, {fp8lab::ElementFormat::Kind::e2m1, fp8lab::Granularity::tile(16), fp8lab::ScaleRule::nvfp4});
 }
 
+// NVFP4's first pass alone (the tile amaxes and the tensor amax), and a plain read of the
+// input (the max of its bit patterns): where NVFP4's time goes, against what memory allows.
+void BM_Nvfp4TensorAmaxPass(benchmark::State& state) {
+  const std::vector<float>& x = activation();
+  fp8lab::QuantizedTensor q = fp8lab::make_quantized_tensor(
+      kRows, kCols, {fp8lab::ElementFormat::Kind::e2m1, fp8lab::Granularity::tile(16), fp8lab::ScaleRule::nvfp4});
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(fp8lab::cpu::detail::tile_amaxes_avx2(x.data(), q, 0, kRows));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(x.size() * sizeof(float)));
+}
+void BM_ReadFp32(benchmark::State& state) {
+  const std::vector<float>& x = activation();
+  for (auto _ : state) {
+    std::uint32_t m = 0;
+    for (float v : x) m = std::max(m, std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFu);
+    benchmark::DoNotOptimize(m);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(x.size() * sizeof(float)));
+}
+
 BENCHMARK(BM_CopyFp32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_QuantizeMxfp8)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_QuantizeNvfp4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Nvfp4TensorAmaxPass)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ReadFp32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_QuantizeTile1x128E4M3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -3,13 +3,15 @@
 // is the scalar definition's arithmetic lane by lane (named at each function), so it gives the
 // same bits:
 //   amax   max of |x|'s bit patterns (quantize.cpp's tile_amax): exact, in any order;
-//   encode encode_rn<F>(v, satfinite) of float_formats.hpp, step by step;
+//   encode encode_rn<F>(v, satfinite) of float_formats.hpp, step by step; for E2M1 lanes known
+//          not to be NaN, encode_e2m1_by_quantum_add's method (fewer operations, same codes);
 //   decode decode<E4M3> for the codes a non-negative, non-NaN value gives (block scales);
 //   pack   int32 lanes holding bytes -> bytes, in lane order.
 // Only for functions compiled for AVX2 (FP8LAB_TARGET_AVX2): they are always inlined there.
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu/cpu_isa.hpp"
 #include "kernels/formats/float_formats.hpp"
@@ -72,10 +74,35 @@ FP8LAB_AVX2_INLINE __m256i amax8_tiles(const float* p, std::int64_t t) {
   return _mm256_max_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
 }
 
+// encode<E2M1>(v) on 8 lanes that are not NaN, by float_formats.hpp's quantum addition: |v|
+// (capped at 6, whose code 7 every larger |v| and inf take) plus M, an FP32 whose ULP is E2M1's
+// quantum q at |v| (0.5 below 2, 1 in [2, 4), 2 from 4), rounds |v| to a multiple of q, ties to
+// even, in FP32's own addition. M carries in its fraction field the codes below its range (0, 2,
+// 4: even, so the tie rule's parity is the code's), so the sum's fraction field is the code.
+// M comes from a table indexed by |v|'s exponent field mod 8 (vpermd), the exponent raised to
+// at least 124 (|v| >= 2^-3) so that 124..129 are the only fields: 128 (|v| in [2, 4)) and 129
+// ([4, 6]) have their own M, 124..127 share 2^22. All 2^32 - 2^24 + 2 non-NaN FP32 patterns give
+// encode<E2M1>'s code (tests/slow/float_formats_exhaustive_test.cpp).
+FP8LAB_AVX2_INLINE __m256i encode8_e2m1_not_nan(__m256 v) {
+  const __m256 a = _mm256_min_ps(_mm256_and_ps(v, _mm256_castsi256_ps(splat(0x7FFFFFFFu))), _mm256_set1_ps(6.0f));
+  const __m256i exponent_mod8 = _mm256_srli_epi32(_mm256_max_epi32(_mm256_castps_si256(a), splat(float_bits(0x1p-3f))), 23);
+  const __m256i m_table = _mm256_setr_epi32(static_cast<int>(float_bits(0x1p23f) + 2u),  // field 128: q = 1, codes 4..6
+                                            static_cast<int>(float_bits(0x1p24f) + 4u),  // 129: q = 2, codes 6, 7
+                                            0, 0,                                         // 130, 131: not reached
+                                            static_cast<int>(float_bits(0x1p22f)),       // 124..127: q = 0.5,
+                                            static_cast<int>(float_bits(0x1p22f)),       // codes 0..4
+                                            static_cast<int>(float_bits(0x1p22f)), static_cast<int>(float_bits(0x1p22f)));
+  const __m256 m = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(m_table, exponent_mod8));
+  const __m256 code = _mm256_and_ps(_mm256_add_ps(a, m), _mm256_castsi256_ps(splat(0x007FFFFFu)));
+  // The sign bit goes on where v's is set (blendv reads v's sign bit as the mask), -0 included.
+  return _mm256_castps_si256(_mm256_blendv_ps(code, _mm256_or_ps(code, _mm256_castsi256_ps(splat(0x8u))), v));
+}
+
 // encode_rn<F>(v, satfinite) on 8 lanes, codes as int32 lanes (0..255). kMayBeNan = false
 // drops the NaN select, for callers that know no lane is NaN (the result is then the same).
 template <class F, bool kMayBeNan = true>
 FP8LAB_AVX2_INLINE __m256i encode8(__m256 v) {
+  if constexpr (std::is_same_v<F, E2M1> && !kMayBeNan) return encode8_e2m1_not_nan(v);
   using L = FormatLayout<F>;
   constexpr int drop = 23 - F::mantissa_bits;
   const __m256i bits = _mm256_castps_si256(v);

@@ -12,13 +12,15 @@
 // does. The run is split in halves until that holds (or it is 64 patterns short, then the
 // reference runs on each), so the reference runs a few thousand times per format and the
 // kernel on all 2^32 patterns: seconds, not minutes. The same for the GPU quantizer's E2M1
-// encoder, encode_e2m1_by_quantum_add.
+// encoder, encode_e2m1_by_quantum_add, and the CPU quantizer's 8-lane one (AVX2).
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
 
+#include "kernels/cpu/cpu_isa.hpp"
+#include "kernels/cpu/quantize_codec_avx2.hpp"
 #include "tests/support/codec_vs_reference.hpp"
 
 using namespace fp8lab;
@@ -115,6 +117,20 @@ TEST_CASE("e2m3: all 2^32 FP32 patterns give the FP64 reference's code") { check
 // The GPU quantizer's E2M1 encoder (float_formats.hpp), against the reference on its own.
 TEST_CASE("e2m1 by quantum addition: all 2^32 FP32 patterns give the FP64 reference's code") {
   check_all_patterns_by_runs<E2M1>(ref::e2m1(), [](float x) { return encode_e2m1_by_quantum_add(x); });
+}
+
+// The CPU quantizer's 8-lane E2M1 encoder for lanes known not to be NaN (its callers check), x
+// in every lane, lane 0's code; NaN patterns take encode<E2M1>, outside the encoder's contract.
+FP8LAB_TARGET_AVX2 std::uint32_t encode_e2m1_avx2_lane0(float x) {
+  if (x != x) return encode<E2M1>(x);
+  return static_cast<std::uint32_t>(_mm256_cvtsi256_si32(cpu::detail::avx2::encode8_e2m1_not_nan(_mm256_set1_ps(x))));
+}
+TEST_CASE("e2m1 on 8 lanes (AVX2 quantum addition): all 2^32 - 2^24 + 2 non-NaN FP32 patterns give the FP64 reference's code") {
+  if (cpu::detected_cpu_isa() == cpu::CpuIsa::scalar) {
+    SUCCEED("this CPU has no AVX2: the encoder cannot run here");
+    return;
+  }
+  check_all_patterns_by_runs<E2M1>(ref::e2m1(), encode_e2m1_avx2_lane0);
 }
 
 TEST_CASE("e4m3 satfinite: all 2^32 FP32 patterns agree with the FP64 reference") {
