@@ -27,9 +27,9 @@ using namespace avx2;
 constexpr std::int64_t kChunkFloats = 2048;  // 8 KiB of input per chunk
 constexpr std::int64_t kMaxChunkTiles = kChunkFloats / 16;
 // The two-level rules' second pass walks this many rows side by side and prefetches each
-// this many floats (4 KiB) ahead: the fastest of 1, 2, 4 rows and 0 to 3072 floats on a
-// 2-core EPYC (Zen 2), 10.5 ms -> 9.8 ms for the benchmark's tensor against one row with the
-// one-level path's 8 KiB prefetch (see quantize_bench.cpp).
+// this many floats (4 KiB) ahead: the fastest of the settings tried (1, 2 or 4 rows; no
+// prefetch, 512 to 3072 floats) on a 2-core EPYC (Zen 2), by some 15% over one row with the
+// one-level path's 8 KiB prefetch; without a prefetch two rows were the slowest.
 constexpr std::int64_t kSecondPassRows = 2;
 constexpr std::int64_t kSecondPassPrefetchFloats = 1024;
 
