@@ -117,7 +117,8 @@ FP8LAB_TARGET_AVX512 void quantize_tiles_avx512(const float* x, QuantizedTensor&
 }
 
 // Every tile is independent once the two-level rules' tensor scale is known (its amax is a max:
-// any order gives it), so tile rows are split between threads with the same bits.
+// any order gives it), so tile rows (groups of kLockstepRows rows on the two-level rules' 1xT
+// path) are split between threads with the same bits.
 // 1xT tiles on an AVX2 (or wider) CPU take quantize_rows_avx2.cpp's one-visit path, the same bits;
 // FP8LAB_CPU_ISA=scalar keeps the general loops, which the tests compare it with.
 template <class F>
@@ -126,15 +127,17 @@ void quantize_tiles_for_cpu(const float* x, QuantizedTensor& q) {
   const bool rows_avx2 = isa != CpuIsa::scalar && detail::rows_avx2_serves(q);
   const bool two_level = scale_rule_math(q.config.scale_rule).two_level;
   const bool parallel = q.rows * q.cols >= kParallelQuantizeElements;
-  // The 1xT path takes rows in groups of kLockstepRows (its two-level passes walk a group's rows
-  // side by side); the tile amaxes are kept in q.scales for the second pass.
-  const std::int64_t row_groups = (q.rows + detail::kLockstepRows - 1) / detail::kLockstepRows;
-  const auto group_end = [&](std::int64_t g) { return std::min(q.rows, (g + 1) * detail::kLockstepRows); };
+  // The 1xT path takes the two-level rules' rows in groups of kLockstepRows (its passes walk a
+  // group's rows side by side; the tile amaxes are kept in q.scales for the second pass), the
+  // others' row by row (as many threads busy as there are rows).
+  const std::int64_t group_rows = two_level ? detail::kLockstepRows : 1;
+  const std::int64_t row_groups = (q.rows + group_rows - 1) / group_rows;
+  const auto group_end = [&](std::int64_t g) { return std::min(q.rows, (g + 1) * group_rows); };
   if (two_level && rows_avx2) {
     std::uint32_t amax_bits = 0;
 #pragma omp parallel for schedule(static) reduction(max : amax_bits) if (parallel)
     for (std::int64_t g = 0; g < row_groups; ++g)
-      amax_bits = std::max(amax_bits, detail::tile_amaxes_avx2(x, q, g * detail::kLockstepRows, group_end(g)));
+      amax_bits = std::max(amax_bits, detail::tile_amaxes_avx2(x, q, g * group_rows, group_end(g)));
     q.tensor_amax = float_from_bits(amax_bits);
   } else if (two_level) {
     q.tensor_amax = tile_amax(x, q.cols, 0, q.rows, 0, q.cols);
@@ -143,7 +146,7 @@ void quantize_tiles_for_cpu(const float* x, QuantizedTensor& q) {
   if (rows_avx2) {
 #pragma omp parallel for schedule(static) if (parallel)
     for (std::int64_t g = 0; g < row_groups; ++g)
-      detail::quantize_rows_avx2(x, q, g * detail::kLockstepRows, group_end(g));
+      detail::quantize_rows_avx2(x, q, g * group_rows, group_end(g));
     return;
   }
 #pragma omp parallel for schedule(static) if (parallel)

@@ -77,8 +77,9 @@ FP8LAB_AVX2_INLINE __m256i amax8_tiles(const float* p, std::int64_t t) {
 // encode<E2M1>(v) on 8 lanes that are not NaN, by float_formats.hpp's quantum addition: |v|
 // (capped at 6, whose code 7 every larger |v| and inf take) plus M, an FP32 whose ULP is E2M1's
 // quantum q at |v| (0.5 below 2, 1 in [2, 4), 2 from 4), rounds |v| to a multiple of q, ties to
-// even, in FP32's own addition. M carries in its fraction field the codes below its range (0, 2,
-// 4: even, so the tie rule's parity is the code's), so the sum's fraction field is the code.
+// even, in FP32's own addition. M's fraction field holds code(start) - start / q for its range
+// (0 below 2, 2 from 2, 4 from 4), so the sum's fraction field is the code itself, and the
+// addition's tie to an even fraction is E2M1's tie to an even code.
 // M comes from a table indexed by |v|'s exponent field mod 8 (vpermd), the exponent raised to
 // at least 124 (|v| >= 2^-3) so that 124..129 are the only fields: 128 (|v| in [2, 4)) and 129
 // ([4, 6]) have their own M, 124..127 share 2^22. All 2^32 - 2^24 + 2 non-NaN FP32 patterns give

@@ -27,11 +27,18 @@ using namespace avx2;
 constexpr std::int64_t kChunkFloats = 2048;  // 8 KiB of input per chunk
 constexpr std::int64_t kMaxChunkTiles = kChunkFloats / 16;
 // The two-level rules' second pass walks this many rows side by side and prefetches each
-// this many floats (4 KiB) ahead: the fastest of the settings tried (1, 2 or 4 rows; no
-// prefetch, 512 to 3072 floats) on a 2-core EPYC (Zen 2), by some 15% over one row with the
-// one-level path's 8 KiB prefetch; without a prefetch two rows were the slowest.
+// this many floats (4 KiB) ahead: the fastest of the settings tried while writing it (1, 2 or 4
+// rows; no prefetch, 512 to 3072 floats) on a 2-core EPYC (Zen 2), timed by hand, not by a
+// committed benchmark; quantize_bench's BM_QuantizeNvfp4 less BM_Nvfp4TensorAmaxPass is this pass.
 constexpr std::int64_t kSecondPassRows = 2;
 constexpr std::int64_t kSecondPassPrefetchFloats = 1024;
+
+// Tiles per chunk: a multiple of 8, about kChunkFloats values, at most kMaxChunkTiles (the
+// chunk arrays' size; tiles narrower than 16, which Granularity::parse refuses, still fit).
+constexpr std::int64_t chunk_tiles_for(std::int64_t t) {
+  const std::int64_t tiles = kChunkFloats / t / 8 * 8;
+  return tiles < 8 ? 8 : (tiles > kMaxChunkTiles ? kMaxChunkTiles : tiles);
+}
 
 // A tile's element factor, and whether its codes can skip the NaN select: no NaN in the tile
 // and a finite, nonzero factor, so that x * f and x / f cannot be NaN (inf * 0, 0 / 0, inf / inf).
@@ -128,7 +135,7 @@ FP8LAB_TARGET_AVX2 void rows_kernel(const float* x, QuantizedTensor& q, std::int
   // Chunks take whole tiles of a multiple of 8 columns; a ragged last tile, or every tile of
   // another width, goes alone.
   const std::int64_t full_tiles = t % 8 == 0 ? q.cols / t : 0;
-  const std::int64_t chunk_tiles = kChunkFloats / t / 8 * 8 > 8 ? kChunkFloats / t / 8 * 8 : 8;
+  const std::int64_t chunk_tiles = chunk_tiles_for(t);
   alignas(32) std::uint32_t amax[kMaxChunkTiles];
   alignas(32) float encode[kMaxChunkTiles];
   for (std::int64_t r = r_begin; r < r_end; ++r) {
@@ -195,9 +202,11 @@ FP8LAB_AVX2_INLINE void encode_clean_tiles(const float* in, std::uint8_t* out, s
 // The two-level rules' second pass: the tile amaxes are in q.scales (tile_amaxes_avx2), so a
 // row needs one visit. kSecondPassRows rows are walked side by side (a core fetches several
 // streams from memory faster than one), chunk by chunk (up to kMaxChunkTiles tiles of each):
-//   1. every scale of the chunk, 8 tiles at a time (their arithmetic, a chain of some 40
-//      cycles per 8 tiles, then overlaps from group to group instead of stalling the codes);
-//   2. the codes, two tiles of each row in turn when every tile of the chunk is clean, else 8.
+//   1. every scale of the chunk, 8 tiles at a time (each group's scale arithmetic is one long
+//      dependent chain, with a division; done ahead, the groups' chains overlap instead of
+//      each stalling its own codes);
+//   2. the codes: when every tile of the chunk is clean, `step` tiles of each row in turn (two
+//      16-wide tiles, else one), otherwise 8 tiles of each row in turn.
 // Every tile is still computed alone, so the bits do not change with the order.
 template <class F, ApplyScale kApply, std::int64_t kT, class Scales>
 FP8LAB_TARGET_AVX2 void stored_amax_rows_kernel(const float* x, QuantizedTensor& q, std::int64_t r_begin,
@@ -206,7 +215,7 @@ FP8LAB_TARGET_AVX2 void stored_amax_rows_kernel(const float* x, QuantizedTensor&
   constexpr std::int64_t kRows = kSecondPassRows;
   const std::int64_t t = kT != 0 ? kT : q.tile_cols;
   const std::int64_t grouped_tiles = (t % 8 == 0 ? q.cols / t : 0) / 8 * 8;
-  const std::int64_t chunk_tiles = kChunkFloats / t / 8 * 8 > 8 ? kChunkFloats / t / 8 * 8 : 8;
+  const std::int64_t chunk_tiles = chunk_tiles_for(t);
   const std::int64_t step = kT == 16 ? 2 : 1;  // tiles of a row per turn on the clean path
   alignas(32) float encode[kRows][kMaxChunkTiles];
   alignas(32) std::uint32_t amax[kRows][kMaxChunkTiles];

@@ -1,10 +1,11 @@
 #pragma once
 // Internal to the CPU quantizer (quantize.cpp): the AVX2 path for tensors of 1xT tiles
 // (granularity tile:1xT or row), the shape of DeepSeek-V3's 1x128, MXFP8's 1x32 and NVFP4's
-// 1x16. A row is taken in chunks of about 8 KiB: the chunk's tile amaxes, their scales, then
-// its codes while the chunk is in L1 (the next chunk prefetched meanwhile), with the element
-// codec written with intrinsics (the generic loop, auto-vectorized, spills and re-reads the
-// tile). Also taken on AVX-512 CPUs (AVX2 code runs there; the bits are the same). Same
+// 1x16. One-level rules: a row is taken in chunks of about 8 KiB: the chunk's tile amaxes,
+// their scales, then its codes while the chunk is in L1 (the next chunk prefetched meanwhile).
+// Two-level rules: tile_amaxes_avx2 first, then one visit per row for scales and codes. The
+// element codec is written with intrinsics (the generic loop, auto-vectorized, spills and
+// re-reads the tile). Also taken on AVX-512 CPUs (AVX2 code runs there; the bits are the same). Same
 // contract and same bits as quantize.cpp's general path: the scale comes from the same
 // tile_scale(), and the codec is float_formats.hpp's encode_rn step by step, one exact integer
 // or FP32 operation per element.
@@ -15,8 +16,9 @@
 namespace fp8lab::cpu::detail {
 
 // Rows walked side by side by the two-level rules' tensor-amax pass (one core reads 4 streams
-// from memory about 1.5x as fast as one: quantize_bench's BM_Nvfp4TensorAmaxPass, 9.4 -> 6.2 ms
-// on a 2-core EPYC); callers splitting rows between threads hand out groups of this many.
+// from memory faster than one: quantize_bench's BM_Nvfp4TensorAmaxPass, 6.2-6.5 ms on a 2-core
+// EPYC against 9.4 ms for one row at a time, the code before 184b8b7); callers splitting rows
+// between threads for the two-level rules hand out groups of this many.
 inline constexpr std::int64_t kLockstepRows = 4;
 
 // Whether quantize_rows_avx2 serves q: 1xT tiles, round to nearest, and a rule whose scale

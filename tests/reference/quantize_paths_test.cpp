@@ -29,8 +29,8 @@ constexpr ScaleRule kRules[] = {ScaleRule::fp32,     ScaleRule::pow2,          S
                                 ScaleRule::nvfp4_4over6};
 
 // The adversarial tensors plus one with NaN and +-inf in some tiles (their scales and codes
-// go through the NaN selects the SIMD path skips for clean tiles) and one of huge values
-// whose scaled elements overflow to inf under some rules.
+// go through the NaN selects the SIMD path skips for clean tiles), one with a single NaN, and
+// one of huge values whose scaled elements overflow to inf under some rules.
 std::vector<test::NamedTensor> inputs(std::int64_t rows, std::int64_t cols, const test::TableFormat& table,
                                       float format_max) {
   if (rows == 0) return {{"empty", rows, cols, {}}};  // adversarial_tensors writes into the last row
@@ -40,6 +40,11 @@ std::vector<test::NamedTensor> inputs(std::int64_t rows, std::int64_t cols, cons
   for (std::size_t i = 13; i < poisoned.size(); i += 151) poisoned[i] = -std::numeric_limits<float>::infinity();
   for (std::size_t i = 29; i < poisoned.size(); i += 173) poisoned[i] = std::numeric_limits<float>::infinity();
   out.push_back({"NaN and inf", rows, cols, std::move(poisoned)});
+  // One NaN in the middle of row 0: the 8-tile groups around it are clean while its chunk is not
+  // (the two-level second pass then takes its per-group branch).
+  std::vector<float> one_nan = test::gaussian(rows, cols, 9);
+  one_nan[static_cast<std::size_t>(cols / 2)] = std::numeric_limits<float>::quiet_NaN();
+  out.push_back({"one NaN", rows, cols, std::move(one_nan)});
   std::vector<float> huge = test::gaussian(rows, cols, 8);
   for (float& v : huge) v *= 3e37f;
   out.push_back({"near FLT_MAX", rows, cols, std::move(huge)});
