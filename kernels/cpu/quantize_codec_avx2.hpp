@@ -5,7 +5,7 @@
 //   amax   max of |x|'s bit patterns (quantize.cpp's tile_amax): exact, in any order;
 //   encode encode_rn<F>(v, satfinite) of float_formats.hpp, step by step; for E2M1 lanes known
 //          not to be NaN, encode_e2m1_by_quantum_add's method (fewer operations, same codes);
-//   decode decode<E4M3> for the codes a non-negative, non-NaN value gives (block scales);
+//   block scale  an E4M3 block scale from its unrounded value (nvfp4), by quantum addition;
 //   pack   int32 lanes holding bytes -> bytes, in lane order.
 // Only for functions compiled for AVX2 (FP8LAB_TARGET_AVX2): they are always inlined there.
 #include <immintrin.h>
@@ -80,20 +80,21 @@ FP8LAB_AVX2_INLINE __m256i amax8_tiles(const float* p, std::int64_t t) {
 // even, in FP32's own addition. M's fraction field holds code(start) - start / q for its range
 // (0 below 2, 2 from 2, 4 from 4), so the sum's fraction field is the code itself, and the
 // addition's tie to an even fraction is E2M1's tie to an even code.
-// M comes from a table indexed by |v|'s exponent field mod 8 (vpermd), the exponent raised to
-// at least 124 (|v| >= 2^-3) so that 124..129 are the only fields: 128 (|v| in [2, 4)) and 129
-// ([4, 6]) have their own M, 124..127 share 2^22. All 2^32 - 2^24 + 2 non-NaN FP32 patterns give
-// encode<E2M1>'s code (tests/slow/float_formats_exhaustive_test.cpp).
+// M comes from a 4-entry table indexed by the low 2 bits of |v|'s exponent field (vpermilps,
+// in-lane: cheaper than a cross-lane vpermd on Zen 2), the field raised to at least 126
+// (|v| >= 0.5; only the index is raised, not |v|) so that 126..129 are the only fields and
+// their low 2 bits distinct: 128 (|v| in [2, 4)) -> 0, 129 ([4, 6]) -> 1, 126 and 127 (below 2)
+// -> 2 and 3, both 2^22. All 2^32 - 2^24 + 2 non-NaN FP32 patterns give encode<E2M1>'s code
+// (tests/slow/float_formats_exhaustive_test.cpp).
 FP8LAB_AVX2_INLINE __m256i encode8_e2m1_not_nan(__m256 v) {
   const __m256 a = _mm256_min_ps(_mm256_and_ps(v, _mm256_castsi256_ps(splat(0x7FFFFFFFu))), _mm256_set1_ps(6.0f));
-  const __m256i exponent_mod8 = _mm256_srli_epi32(_mm256_max_epi32(_mm256_castps_si256(a), splat(float_bits(0x1p-3f))), 23);
-  const __m256i m_table = _mm256_setr_epi32(static_cast<int>(float_bits(0x1p23f) + 2u),  // field 128: q = 1, codes 4..6
-                                            static_cast<int>(float_bits(0x1p24f) + 4u),  // 129: q = 2, codes 6, 7
-                                            0, 0,                                         // 130, 131: not reached
-                                            static_cast<int>(float_bits(0x1p22f)),       // 124..127: q = 0.5,
-                                            static_cast<int>(float_bits(0x1p22f)),       // codes 0..4
-                                            static_cast<int>(float_bits(0x1p22f)), static_cast<int>(float_bits(0x1p22f)));
-  const __m256 m = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(m_table, exponent_mod8));
+  const __m256i exponent = _mm256_srli_epi32(_mm256_max_epi32(_mm256_castps_si256(a), splat(float_bits(0.5f))), 23);
+  const int m_below_2 = static_cast<int>(float_bits(0x1p22f));        // q = 0.5, codes 0..4
+  const int m_from_2 = static_cast<int>(float_bits(0x1p23f) + 2u);    // q = 1, codes 4..6
+  const int m_from_4 = static_cast<int>(float_bits(0x1p24f) + 4u);    // q = 2, codes 6, 7
+  const __m256 m_table = _mm256_castsi256_ps(
+      _mm256_setr_epi32(m_from_2, m_from_4, m_below_2, m_below_2, m_from_2, m_from_4, m_below_2, m_below_2));
+  const __m256 m = _mm256_permutevar_ps(m_table, exponent);
   const __m256 code = _mm256_and_ps(_mm256_add_ps(a, m), _mm256_castsi256_ps(splat(0x007FFFFFu)));
   // The sign bit goes on where v's is set (blendv reads v's sign bit as the mask), -0 included.
   return _mm256_castps_si256(_mm256_blendv_ps(code, _mm256_or_ps(code, _mm256_castsi256_ps(splat(0x8u))), v));
@@ -139,15 +140,18 @@ FP8LAB_AVX2_INLINE __m256i encode8(__m256 v) {
   return _mm256_blendv_epi8(code, splat(L::nan_input_code), is_nan);
 }
 
-// decode<E4M3>(code) for codes 0..0x7E (what encode gives a non-negative, non-NaN value):
-// exponent field 0 -> fraction * 2^-9 (exact), else the FP32 pattern with the exponent rebiased
-// by 127 - 7 and the 3 fraction bits on top of FP32's: (code << 20) + (120 << 23).
-FP8LAB_AVX2_INLINE __m256 decode8_e4m3_nonneg(__m256i code) {
-  const __m256 subnormal =
-      _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(code, splat(7u))), _mm256_set1_ps(0x1p-9f));
-  const __m256i normal = _mm256_add_epi32(_mm256_slli_epi32(code, 20), splat(120u << 23));
-  const __m256i is_subnormal = _mm256_cmpgt_epi32(splat(8u), code);
-  return _mm256_blendv_ps(_mm256_castsi256_ps(normal), subnormal, _mm256_castsi256_ps(is_subnormal));
+// scale_rules.hpp's e4m3_block_scale on 8 lanes: min(v, 448) rounded to E4M3 (RNE), for v >= 0
+// (a NaN lane gives 448, vminps's second operand, as fminf there). Quantum addition: M = 2^20
+// times c's power of two, at least 2^-6 (E4M3's smallest normal; below it the quantum is
+// 2^-9 throughout), has an FP32 ULP of E4M3's quantum at c, so fl32(c + M) rounds c to
+// E4M3's precision, ties to even, and subtracting M again is exact. All 2^31 non-negative FP32
+// patterns give e4m3_block_scale's value (tests/slow/float_formats_exhaustive_test.cpp).
+FP8LAB_AVX2_INLINE __m256 e4m3_block_scale8(__m256 v) {
+  const __m256 c = _mm256_min_ps(v, _mm256_set1_ps(448.0f));
+  const __m256i power_of_two = _mm256_and_si256(_mm256_castps_si256(c), splat(0x7F800000u));
+  const __m256 m = _mm256_castsi256_ps(
+      _mm256_add_epi32(_mm256_max_epi32(power_of_two, splat(float_bits(0x1p-6f))), splat(20u << 23)));
+  return _mm256_sub_ps(_mm256_add_ps(c, m), m);
 }
 
 // packus interleaves the 128-bit halves; the permutes put each source's bytes back in order.

@@ -84,36 +84,42 @@ FP8LAB_AVX2_INLINE void encode_tile(const float* in, std::uint8_t* out, std::int
     encode_span<F, kApply, true>(in, out, n, factor);
 }
 
-// Step 2 for 8 tiles: scale_of(amax bits as 8 lanes, decode out, encode out).
-// Any rule: tile_scale() per lane, the definition itself.
+// Step 2 for 8 tiles: scale_of(amax bits as 8 lanes, decode out, encode out) returns whether
+// all 8 tiles are clean (nan_free). Any rule: tile_scale() per lane, the definition itself.
 struct ScalesPerTile {
   ScaleRule rule;
   ElementTraits traits;
   TensorScale tensor;
-  FP8LAB_AVX2_INLINE void operator()(__m256i amax, float* decode, float* encode) const {
+  FP8LAB_AVX2_INLINE bool operator()(__m256i amax, float* decode, float* encode) const {
     alignas(32) std::uint32_t bits[8];
     _mm256_store_si256(reinterpret_cast<__m256i*>(bits), amax);
+    bool clean = true;
     for (int j = 0; j < 8; ++j) {
       const TileScale s = tile_scale(float_from_bits(bits[j]), rule, traits, tensor);
       decode[j] = s.decode;
       encode[j] = s.encode;
+      clean = clean && nan_free(bits[j], s.encode);
     }
+    return clean;
   }
 };
 
-// nvfp4 (scale_rules.hpp nvfp4_te_scale) on 8 lanes: s_b = decode<E4M3>(encode<E4M3>(
-// fminf(amax * block_encode, FLT_MAX))), encode = fminf(fl32(1 / fl32(s_b * tensor decode)), FLT_MAX).
-// vminps(v, FLT_MAX) returns FLT_MAX for a NaN v, as min_flt_max; amax >= 0, so the E4M3 code
-// is one of 0..0x7E.
+// nvfp4 (scale_rules.hpp nvfp4_te_scale) on 8 lanes: s_b = e4m3_block_scale(amax * block_encode)
+// (min_flt_max's cap there changes nothing: the block scale caps at 448 first, and a NaN gives
+// 448 both ways), encode = fminf(fl32(1 / fl32(s_b * tensor decode)), FLT_MAX) (vminps(v, FLT_MAX)
+// returns FLT_MAX for a NaN v, as min_flt_max). So encode is never NaN, inf or negative, and
+// nan_free reduces to: no NaN amax, encode not 0.
 struct ScalesNvfp4Te {
   float block_encode, tensor_decode;
-  FP8LAB_AVX2_INLINE void operator()(__m256i amax, float* decode, float* encode) const {
-    const __m256 flt_max = _mm256_set1_ps(scale_detail::kFltMax);
-    const __m256 v = _mm256_min_ps(_mm256_mul_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(block_encode)), flt_max);
-    const __m256 s_b = decode8_e4m3_nonneg(encode8<E4M3, false>(v));
-    const __m256 e = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(s_b, _mm256_set1_ps(tensor_decode)));
+  FP8LAB_AVX2_INLINE bool operator()(__m256i amax, float* decode, float* encode) const {
+    const __m256 s_b = e4m3_block_scale8(_mm256_mul_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(block_encode)));
+    const __m256 e = _mm256_min_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(s_b, _mm256_set1_ps(tensor_decode))),
+                                   _mm256_set1_ps(scale_detail::kFltMax));
     _mm256_storeu_ps(decode, s_b);
-    _mm256_storeu_ps(encode, _mm256_min_ps(e, flt_max));
+    _mm256_storeu_ps(encode, e);
+    const __m256i unclean = _mm256_or_si256(_mm256_cmpgt_epi32(amax, splat(0x7F800000u)),
+                                            _mm256_castps_si256(_mm256_cmp_ps(e, _mm256_setzero_ps(), _CMP_EQ_OQ)));
+    return _mm256_testz_si256(unclean, unclean) != 0;
   }
 };
 
@@ -171,16 +177,6 @@ FP8LAB_TARGET_AVX2 void rows_kernel(const float* x, QuantizedTensor& q, std::int
   }
 }
 
-// Whether 8 tiles can all skip the NaN select (nan_free of each): amax lanes as bit patterns,
-// their 8 factors.
-FP8LAB_AVX2_INLINE bool nan_free8(__m256i amax, const float* factors) {
-  const __m256i f = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(factors)), splat(0x7FFFFFFFu));
-  const __m256i unclean = _mm256_or_si256(
-      _mm256_cmpgt_epi32(amax, splat(0x7F800000u)),
-      _mm256_or_si256(_mm256_cmpeq_epi32(f, _mm256_setzero_si256()), _mm256_cmpgt_epi32(f, splat(0x7F7FFFFFu))));
-  return _mm256_testz_si256(unclean, unclean) != 0;
-}
-
 // Codes of clean tiles (see nan_free): `tiles` tiles of t values from `in`, factors[j] for tile
 // j; 16-wide tiles two to a 32-byte store.
 template <class F, ApplyScale kApply, std::int64_t kT>
@@ -234,8 +230,7 @@ FP8LAB_TARGET_AVX2 void stored_amax_rows_kernel(const float* x, QuantizedTensor&
         for (std::int64_t j = 0; j < n_tiles; j += 8) {
           const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + j));
           _mm256_store_si256(reinterpret_cast<__m256i*>(amax[g] + j), a);
-          scales_of(a, scales + j, encode[g] + j);
-          clean[g][j / 8] = nan_free8(a, encode[g] + j);
+          clean[g][j / 8] = scales_of(a, scales + j, encode[g] + j);
           chunk_clean = chunk_clean && clean[g][j / 8];
         }
       }
