@@ -133,6 +133,17 @@ FP8LAB_AVX2_INLINE void single_tile(const float* in, std::uint8_t* out, std::int
   encode_tile<F, kApply>(in, out, n, amax, s.encode);
 }
 
+// Tiles first_tile.. of row r the slow way round (single_tile), the last one perhaps ragged.
+template <class F, ApplyScale kApply>
+FP8LAB_AVX2_INLINE void leftover_tiles(const float* x, QuantizedTensor& q, std::int64_t r, std::int64_t first_tile,
+                                       const ScalesPerTile& per_tile) {
+  for (std::int64_t tc = first_tile; tc < q.scale_cols; ++tc) {
+    const std::int64_t c0 = tc * q.tile_cols, n = c0 + q.tile_cols < q.cols ? q.tile_cols : q.cols - c0;
+    single_tile<F, kApply>(x + r * q.cols + c0, q.codes.data() + r * q.cols + c0, n,
+                           q.scales.data() + r * q.scale_cols + tc, per_tile);  // tile_rows == 1: scale row r
+  }
+}
+
 // kT: the tile width when known at compile time (16, 32), else 0 and q.tile_cols (a multiple of 8).
 template <class F, ApplyScale kApply, std::int64_t kT, class Scales>
 FP8LAB_TARGET_AVX2 void rows_kernel(const float* x, QuantizedTensor& q, std::int64_t r_begin, std::int64_t r_end,
@@ -170,10 +181,7 @@ FP8LAB_TARGET_AVX2 void rows_kernel(const float* x, QuantizedTensor& q, std::int
         break;
       }
     }
-    for (; tc < q.scale_cols; ++tc) {
-      const std::int64_t c0 = tc * q.tile_cols, n = c0 + q.tile_cols < q.cols ? q.tile_cols : q.cols - c0;
-      single_tile<F, kApply>(row + c0, out + c0, n, scales + tc, per_tile);
-    }
+    leftover_tiles<F, kApply>(x, q, r, tc, per_tile);
   }
 }
 
@@ -258,12 +266,7 @@ FP8LAB_TARGET_AVX2 void stored_amax_rows_kernel(const float* x, QuantizedTensor&
             encode_tile<F, kApply>(in[g] + i * t, out[g] + i * t, t, amax[g][i], encode[g][i]);
         }
     }
-    for (std::int64_t r = r0; r < r0 + rows; ++r)
-      for (std::int64_t tc = grouped_tiles; tc < q.scale_cols; ++tc) {
-        const std::int64_t c0 = tc * q.tile_cols, n = c0 + q.tile_cols < q.cols ? q.tile_cols : q.cols - c0;
-        single_tile<F, kApply>(x + r * q.cols + c0, q.codes.data() + r * q.cols + c0, n,
-                               q.scales.data() + r * q.scale_cols + tc, per_tile);
-      }
+    for (std::int64_t r = r0; r < r0 + rows; ++r) leftover_tiles<F, kApply>(x, q, r, grouped_tiles, per_tile);
   }
 }
 
