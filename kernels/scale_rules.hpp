@@ -186,7 +186,7 @@ FP8LAB_HD constexpr TileScale mx_scale(float amax, ScaleFromAmax mode, ElementTr
 // q = E2M1(fl32(x * enc)) (the codec saturates to +-6, as the clamp). A block whose s_b rounds
 // to 0 gets enc = FLT_MAX (1 / 0 = inf, capped), as TE: its codes saturate and decode to 0.
 // In two steps so that a vectorized quantizer can take the first for 8 blocks at once with the
-// factor computed once (kernels/cpu/quantize_rows_avx2.cpp): the factor, then s_b's E4M3 code.
+// factor computed once (kernels/cpu/quantize_rows_avx2.cpp): the factor, then s_b (E4M3 rounding).
 FP8LAB_HD constexpr float nvfp4_te_block_encode(ElementTraits f, TensorScale t) {
   return t.encode * (1.0f / f.max_finite);
 }

@@ -5,7 +5,8 @@
 //   amax   max of |x|'s bit patterns (quantize.cpp's tile_amax): exact, in any order;
 //   encode encode_rn<F>(v, satfinite) of float_formats.hpp, step by step; for E2M1 lanes known
 //          not to be NaN, encode_e2m1_by_quantum_add's method (fewer operations, same codes);
-//   block scale  an E4M3 block scale from its unrounded value (nvfp4), by quantum addition;
+//   block  scale_rules.hpp's e4m3_block_scale (nvfp4's block scales: min(v, 448) rounded to
+//          E4M3) by quantum addition: other operations, the same value for every input (slow test);
 //   pack   int32 lanes holding bytes -> bytes, in lane order.
 // Only for functions compiled for AVX2 (FP8LAB_TARGET_AVX2): they are always inlined there.
 #include <immintrin.h>
