@@ -215,20 +215,9 @@ void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, con
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 
-// As many 256-thread CTAs as the GPU holds at once (the occupancy calculator's count an SM,
-// which the kernel's registers set), fewer for a small tensor: every thread then strides
-// through the tensor with kAmaxUnroll loads in flight, and no second wave of CTAs waits on the
-// first.
+// The default form of the pass (launch_tensor_amax, quantize_fast_paths.cuh).
 void tensor_amax_device(const float* d_x, std::int64_t n, unsigned* d_amax_bits, cudaStream_t stream) {
-  int device = 0, sms = 0, per_sm = 0;
-  FP8LAB_CUDA_CHECK(cudaGetDevice(&device));
-  FP8LAB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  FP8LAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tensor_amax_kernel, 256, 0));
-  const std::int64_t resident = std::max(1, per_sm) * static_cast<std::int64_t>(sms);
-  const auto blocks = static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + 1023) / 1024, resident)));
-  FP8LAB_CUDA_CHECK(cudaMemsetAsync(d_amax_bits, 0, sizeof(unsigned), stream));
-  tensor_amax_kernel<<<blocks, 256, 0, stream>>>(d_x, n, d_amax_bits);
-  FP8LAB_CUDA_CHECK(cudaGetLastError());
+  launch_tensor_amax<kAmaxUnroll, AmaxLoads::plain>(d_x, n, d_amax_bits, stream);
 }
 
 std::size_t amax_workspace_slots(const QuantizedTensor& shape) {

@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/bench_support.hpp"
 #include "kernels/cuda/quantize_cuda.hpp"
+#include "kernels/cuda/tensor_amax_variants.hpp"
 
 namespace {
 
@@ -81,6 +82,23 @@ void BM_TensorAmax(benchmark::State& state) {
 }
 void BM_QuantizeMxfp4(benchmark::State& state) { quantize_benchmark(state, {kE2M1, Granularity::tile(32), ScaleRule::mx}); }
 
+// The amax pass with other load settings (tensor_amax_variants.hpp): does any read the input at
+// the copy's rate? BM_TensorAmaxUnroll4Plain is BM_TensorAmax's own form, launched the same way.
+template <int kUnroll, cuda::AmaxLoads kLoads>
+void BM_TensorAmaxForm(benchmark::State& state) {
+  const float* x = device_activation();
+  cuda::DeviceArray<unsigned> amax(1);
+  cuda::bench::time_iterations(
+      state, [&] { cuda::tensor_amax_variant_device(x, kRows * kCols, amax.get(), kUnroll, kLoads, nullptr); });
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(kCount * sizeof(float)));
+}
+void BM_TensorAmaxUnroll4Plain(benchmark::State& s) { BM_TensorAmaxForm<4, cuda::AmaxLoads::plain>(s); }
+void BM_TensorAmaxUnroll8Plain(benchmark::State& s) { BM_TensorAmaxForm<8, cuda::AmaxLoads::plain>(s); }
+void BM_TensorAmaxUnroll4ReadOnly(benchmark::State& s) { BM_TensorAmaxForm<4, cuda::AmaxLoads::read_only>(s); }
+void BM_TensorAmaxUnroll8ReadOnly(benchmark::State& s) { BM_TensorAmaxForm<8, cuda::AmaxLoads::read_only>(s); }
+void BM_TensorAmaxUnroll4Streaming(benchmark::State& s) { BM_TensorAmaxForm<4, cuda::AmaxLoads::streaming>(s); }
+void BM_TensorAmaxUnroll8Streaming(benchmark::State& s) { BM_TensorAmaxForm<8, cuda::AmaxLoads::streaming>(s); }
+
 BENCHMARK(BM_DeviceCopyFp32)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeTile1x128E4M3)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeBlock128x128E4M3)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -90,6 +108,12 @@ BENCHMARK(BM_QuantizeNvfp4Block16x16)->UseManualTime()->Unit(benchmark::kMicrose
 BENCHMARK(BM_QuantizeNvfp4FourOverSix)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TensorAmax)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeMxfp4)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TensorAmaxUnroll4Plain)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TensorAmaxUnroll8Plain)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TensorAmaxUnroll4ReadOnly)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TensorAmaxUnroll8ReadOnly)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TensorAmaxUnroll4Streaming)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TensorAmaxUnroll8Streaming)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
@@ -102,5 +126,11 @@ int main(int argc, char** argv) {
                                  {"BM_QuantizeNvfp4Block16x16", "BM_DeviceCopyFp32", "quantize nvfp4 16x16 / D2D copy"},
                                  {"BM_QuantizeNvfp4FourOverSix", "BM_DeviceCopyFp32", "quantize nvfp4:4over6 / D2D copy"},
                                  {"BM_TensorAmax", "BM_DeviceCopyFp32", "tensor amax pass / D2D copy"},
-                                 {"BM_QuantizeMxfp4", "BM_DeviceCopyFp32", "quantize mxfp4 / D2D copy"}});
+                                 {"BM_QuantizeMxfp4", "BM_DeviceCopyFp32", "quantize mxfp4 / D2D copy"},
+                                 {"BM_TensorAmaxUnroll4Plain", "BM_DeviceCopyFp32", "amax pass, 4 loads / D2D copy"},
+                                 {"BM_TensorAmaxUnroll8Plain", "BM_DeviceCopyFp32", "amax pass, 8 loads / D2D copy"},
+                                 {"BM_TensorAmaxUnroll4ReadOnly", "BM_DeviceCopyFp32", "amax pass, 4 ld.nc / D2D copy"},
+                                 {"BM_TensorAmaxUnroll8ReadOnly", "BM_DeviceCopyFp32", "amax pass, 8 ld.nc / D2D copy"},
+                                 {"BM_TensorAmaxUnroll4Streaming", "BM_DeviceCopyFp32", "amax pass, 4 ld.cs / D2D copy"},
+                                 {"BM_TensorAmaxUnroll8Streaming", "BM_DeviceCopyFp32", "amax pass, 8 ld.cs / D2D copy"}});
 }

@@ -1,7 +1,7 @@
 #pragma once
-// The quantizer's one-pass kernels (included by quantize_cuda.cu alone; the contract is that
-// file's): x is read once, as float4, held in registers while its tile's amax is reduced, then
-// encoded from the registers. They need cols % 4 == 0 and a 16-byte aligned x, so that no
+// The quantizer's one-pass kernels (included by quantize_cuda.cu, and by tensor_amax_variants.cu
+// for the amax pass; the contract is quantize_cuda.cu's): x is read once, as float4, held in
+// registers while its tile's amax is reduced, then encoded from the registers. They need cols % 4 == 0 and a 16-byte aligned x, so that no
 // float4 straddles a row or a tile (every tile width here is a multiple of 4).
 //   tile_quantize_kernel<F, V>      1 x 128V tiles: one warp per tile, lane l holds chunks
 //                                   l, l + 32, ... (DeepSeek-V3's activations);
@@ -18,8 +18,11 @@
 // tensor_amax_kernel filled before.
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <type_traits>
 
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/tensor_amax_variants.hpp"
 #include "kernels/formats/float_formats.hpp"
 #include "kernels/formats/stochastic_rounding.hpp"
 #include "kernels/nvfp4_4over6.hpp"
@@ -81,10 +84,18 @@ __device__ __forceinline__ void encode_chunk(float4 v, float factor, ApplyScale 
 // The tensor's amax (abs_bits order) into *amax_bits, which must start at 0. Any order of the
 // maxima gives the same result, so atomics keep the bits. float4 loads when x is 16-byte
 // aligned (the scalar tail after the last whole chunk), scalar loads otherwise. A pure read
-// needs many loads in flight to reach HBM bandwidth: each thread issues kAmaxUnroll independent
+// needs many loads in flight to reach HBM bandwidth: each thread issues kUnroll independent
 // float4 loads per step (with one a step, on 4096 CTAs, this pass took 62.4 us on the H100 for
-// 117 MB, 1.88 TB/s; with four on a resident grid 55.3 us).
+// 117 MB, 1.88 TB/s; with four on a resident grid 55.3 us). The quantizer runs the defaults;
+// tensor_amax_variants.cu instantiates others for a benchmark.
 constexpr int kAmaxUnroll = 4;
+template <AmaxLoads kLoads>
+__device__ __forceinline__ float4 load_float4(const float4* p) {
+  if constexpr (kLoads == AmaxLoads::read_only) return __ldg(p);
+  else if constexpr (kLoads == AmaxLoads::streaming) return __ldcs(p);
+  else return *p;
+}
+template <int kUnroll = kAmaxUnroll, AmaxLoads kLoads = AmaxLoads::plain>
 __global__ void tensor_amax_kernel(const float* x, std::int64_t n, unsigned* amax_bits) {
   const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -94,19 +105,36 @@ __global__ void tensor_amax_kernel(const float* x, std::int64_t n, unsigned* ama
     const float4* chunks = reinterpret_cast<const float4*>(x);
     const std::int64_t count = n / 4;
     std::int64_t i = first;
-    for (; i + (kAmaxUnroll - 1) * stride < count; i += kAmaxUnroll * stride) {
-      float4 v[kAmaxUnroll];
+    for (; i + (kUnroll - 1) * stride < count; i += kUnroll * stride) {
+      float4 v[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kAmaxUnroll; ++u) v[u] = chunks[i + u * stride];
+      for (int u = 0; u < kUnroll; ++u) v[u] = load_float4<kLoads>(chunks + i + u * stride);
 #pragma unroll
-      for (int u = 0; u < kAmaxUnroll; ++u) m = max_abs_bits(m, v[u]);
+      for (int u = 0; u < kUnroll; ++u) m = max_abs_bits(m, v[u]);
     }
-    for (; i < count; i += stride) m = max_abs_bits(m, chunks[i]);
+    for (; i < count; i += stride) m = max_abs_bits(m, load_float4<kLoads>(chunks + i));
     scalar_from = 4 * count;
   }
   for (std::int64_t i = scalar_from + first; i < n; i += stride) m = max(m, abs_bits(x[i]));
   for (int offset = 16; offset > 0; offset /= 2) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, offset));
   if (threadIdx.x % 32 == 0) atomicMax(amax_bits, m);
+}
+
+// As many 256-thread CTAs as the GPU holds at once (the occupancy calculator's count an SM,
+// which the kernel's registers set), fewer for a small tensor: every thread then strides
+// through the tensor with kUnroll loads in flight, and no second wave of CTAs waits on the
+// first.
+template <int kUnroll, AmaxLoads kLoads>
+void launch_tensor_amax(const float* d_x, std::int64_t n, unsigned* d_amax_bits, cudaStream_t stream) {
+  int device = 0, sms = 0, per_sm = 0;
+  FP8LAB_CUDA_CHECK(cudaGetDevice(&device));
+  FP8LAB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FP8LAB_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tensor_amax_kernel<kUnroll, kLoads>, 256, 0));
+  const std::int64_t resident = std::max(1, per_sm) * static_cast<std::int64_t>(sms);
+  const auto blocks = static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((n + 1023) / 1024, resident)));
+  FP8LAB_CUDA_CHECK(cudaMemsetAsync(d_amax_bits, 0, sizeof(unsigned), stream));
+  tensor_amax_kernel<kUnroll, kLoads><<<blocks, 256, 0, stream>>>(d_x, n, d_amax_bits);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 
 // nvfp4:4over6 on 1 x 16 tiles, one thread per tile: the tile's 16 values are loaded once
