@@ -6,7 +6,8 @@
 //   encode encode_rn<F>(v, satfinite) of float_formats.hpp, step by step; for E2M1 lanes known
 //          not to be NaN, encode_e2m1_by_quantum_add's method (fewer operations, same codes);
 //   block  scale_rules.hpp's e4m3_block_scale (nvfp4's block scales: min(v, 448) rounded to
-//          E4M3) by quantum addition: other operations, the same value for every input (slow test);
+//          E4M3) by quantum addition: other operations, the same value for every v with its
+//          sign bit clear and for NaN (slow test);
 //   pack   int32 lanes holding bytes -> bytes, in lane order.
 // Only for functions compiled for AVX2 (FP8LAB_TARGET_AVX2): they are always inlined there.
 #include <immintrin.h>
@@ -141,12 +142,13 @@ FP8LAB_AVX2_INLINE __m256i encode8(__m256 v) {
   return _mm256_blendv_epi8(code, splat(L::nan_input_code), is_nan);
 }
 
-// scale_rules.hpp's e4m3_block_scale on 8 lanes: min(v, 448) rounded to E4M3 (RNE), for v >= 0
-// (a NaN lane gives 448, vminps's second operand, as fminf there). Quantum addition: M = 2^20
+// scale_rules.hpp's e4m3_block_scale on 8 lanes: min(v, 448) rounded to E4M3 (RNE), for v with
+// its sign bit clear (a NaN lane gives 448, vminps's second operand, as fminf there). Quantum addition: M = 2^20
 // times c's power of two, at least 2^-6 (E4M3's smallest normal; below it the quantum is
 // 2^-9 throughout), has an FP32 ULP of E4M3's quantum at c, so fl32(c + M) rounds c to
-// E4M3's precision, ties to even, and subtracting M again is exact. All 2^31 non-negative FP32
-// patterns give e4m3_block_scale's value (tests/slow/float_formats_exhaustive_test.cpp).
+// E4M3's precision, ties to even, and subtracting M again is exact. All 2^31 FP32 patterns with
+// the sign bit clear, NaNs included, give e4m3_block_scale's value
+// (tests/slow/float_formats_exhaustive_test.cpp).
 FP8LAB_AVX2_INLINE __m256 e4m3_block_scale8(__m256 v) {
   const __m256 c = _mm256_min_ps(v, _mm256_set1_ps(448.0f));
   const __m256i power_of_two = _mm256_and_si256(_mm256_castps_si256(c), splat(0x7F800000u));

@@ -12,7 +12,8 @@
 // steps 2 and 3 (for nvfp4 the block scales on 8 lanes) and visits each row once.
 // Tiles left over (fewer than 8 at a row's end, a ragged last tile, T not a multiple of 8, the
 // `row` granularity) take the same steps one tile at a time, their last < 8 columns through the
-// scalar codec itself. Every step is the scalar path's arithmetic, so the bits are quantize.cpp's.
+// scalar codec itself. Every step gives the scalar path's values (its arithmetic, or another
+// route checked against it on every input: quantize_codec_avx2.hpp), so the bits are quantize.cpp's.
 #include "kernels/cpu/quantize_rows_avx2.hpp"
 
 #include <type_traits>
@@ -105,10 +106,10 @@ struct ScalesPerTile {
 };
 
 // nvfp4 (scale_rules.hpp nvfp4_te_scale) on 8 lanes: s_b = e4m3_block_scale(amax * block_encode)
-// (min_flt_max's cap there changes nothing: the block scale caps at 448 first, and a NaN gives
-// 448 both ways), encode = fminf(fl32(1 / fl32(s_b * tensor decode)), FLT_MAX) (vminps(v, FLT_MAX)
-// returns FLT_MAX for a NaN v, as min_flt_max). So encode is never NaN, inf or negative, and
-// nan_free reduces to: no NaN amax, encode not 0.
+// (the same as E4M3 satfinite of min_flt_max(v): satfinite maps (448, FLT_MAX] to 448 as
+// fminf(v, 448) does, and inf and NaN go to 448 both ways), encode = fminf(fl32(1 / fl32(s_b *
+// tensor decode)), FLT_MAX) (vminps(v, FLT_MAX) returns FLT_MAX for a NaN v, as min_flt_max).
+// So encode is never NaN or above FLT_MAX, and nan_free reduces to: no NaN amax, encode > 0.
 struct ScalesNvfp4Te {
   float block_encode, tensor_decode;
   FP8LAB_AVX2_INLINE bool operator()(__m256i amax, float* decode, float* encode) const {
@@ -118,7 +119,7 @@ struct ScalesNvfp4Te {
     _mm256_storeu_ps(decode, s_b);
     _mm256_storeu_ps(encode, e);
     const __m256i unclean = _mm256_or_si256(_mm256_cmpgt_epi32(amax, splat(0x7F800000u)),
-                                            _mm256_castps_si256(_mm256_cmp_ps(e, _mm256_setzero_ps(), _CMP_EQ_OQ)));
+                                            _mm256_castps_si256(_mm256_cmp_ps(e, _mm256_setzero_ps(), _CMP_NGT_UQ)));
     return _mm256_testz_si256(unclean, unclean) != 0;
   }
 };

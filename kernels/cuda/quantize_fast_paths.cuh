@@ -22,7 +22,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/cuda_check.hpp"
-#include "kernels/cuda/tensor_amax_variants.hpp"
+#include "kernels/cuda/amax_loads.hpp"
 #include "kernels/formats/float_formats.hpp"
 #include "kernels/formats/stochastic_rounding.hpp"
 #include "kernels/nvfp4_4over6.hpp"
@@ -95,7 +95,7 @@ __device__ __forceinline__ float4 load_float4(const float4* p) {
   else if constexpr (kLoads == AmaxLoads::streaming) return __ldcs(p);
   else return *p;
 }
-template <int kUnroll = kAmaxUnroll, AmaxLoads kLoads = AmaxLoads::plain>
+template <int kUnroll, AmaxLoads kLoads>
 __global__ void tensor_amax_kernel(const float* x, std::int64_t n, unsigned* amax_bits) {
   const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;

@@ -17,6 +17,7 @@ void tensor_amax_variant_device(const float* d_x, std::int64_t n, unsigned* d_am
       case AmaxLoads::read_only: return launch_tensor_amax<kUnroll, AmaxLoads::read_only>(d_x, n, d_amax_bits, stream);
       case AmaxLoads::streaming: return launch_tensor_amax<kUnroll, AmaxLoads::streaming>(d_x, n, d_amax_bits, stream);
     }
+    throw std::invalid_argument("tensor_amax_variant_device: unknown AmaxLoads value");
   };
   if (unroll == 4) return launch(std::integral_constant<int, 4>{});
   if (unroll == 8) return launch(std::integral_constant<int, 8>{});

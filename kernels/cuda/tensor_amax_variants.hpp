@@ -7,11 +7,9 @@
 
 #include <cstdint>
 
-namespace fp8lab::cuda {
+#include "kernels/cuda/amax_loads.hpp"
 
-// How each float4 is loaded: ld.global, ld.global.nc (read-only path, __ldg), ld.global.cs
-// (evict-first streaming, __ldcs).
-enum class AmaxLoads { plain, read_only, streaming };
+namespace fp8lab::cuda {
 
 // The tensor's amax (abs bits) into *d_amax_bits with `unroll` (4 or 8) float4 loads in flight
 // a thread; the grid as tensor_amax_device sizes it. Throws std::invalid_argument for another

@@ -137,18 +137,18 @@ TEST_CASE("e2m1 on 8 lanes (AVX2 quantum addition): all 2^32 - 2^24 + 2 non-NaN 
 
 // The CPU quantizer's 8-lane nvfp4 block scale (e4m3_block_scale8: min(v, 448) rounded to
 // E4M3) as a code: |x| in every lane, lane 0's value, which must be an E4M3 value (else 0xFFFF,
-// never a code), its code with x's sign. Negative and NaN x are outside its contract (the
-// quantizer gives it amax * a positive factor): -x takes |x|'s code with the sign bit, as the
-// runs expect, and a NaN takes E4M3's NaN code with its sign, as the runs expect (a NaN amax's
-// 448 is quantize_paths_test's case).
+// never a code), its code with x's sign. Negative x is outside its contract (the quantizer gives
+// it amax * a positive factor): -x takes |x|'s code with the sign bit, as the runs expect. A NaN
+// must give 448 (the scalar rule's fminf(NaN, 448)); the runs expect E4M3's NaN code with x's
+// sign for it, so that is what 448 stands for here.
 FP8LAB_TARGET_AVX2 std::uint32_t e4m3_block_scale_avx2_lane0(float x) {
-  if (x != x) return std::signbit(x) ? 0xFFu : 0x7Fu;
-  const float s = _mm256_cvtss_f32(cpu::detail::avx2::e4m3_block_scale8(_mm256_set1_ps(x < 0 ? -x : x)));
+  const float s = _mm256_cvtss_f32(cpu::detail::avx2::e4m3_block_scale8(_mm256_set1_ps(std::fabs(x))));
+  if (x != x) return s == 448.0f ? (std::signbit(x) ? 0xFFu : 0x7Fu) : 0xFFFFu;
   const std::uint32_t code = encode<E4M3>(s);
   if (!(decode<E4M3>(code) == s)) return 0xFFFFu;
   return x < 0 || float_bits(x) == 0x80000000u ? code | 0x80u : code;
 }
-TEST_CASE("e4m3 block scale on 8 lanes (AVX2 quantum addition): all 2^31 non-negative FP32 patterns round as the FP64 reference, saturating") {
+TEST_CASE("e4m3 block scale on 8 lanes (AVX2 quantum addition): all 2^31 FP32 patterns with the sign bit clear round as the FP64 reference, saturating (NaN to 448)") {
   if (cpu::detected_cpu_isa() == cpu::CpuIsa::scalar) {
     SUCCEED("this CPU has no AVX2: the rounding cannot run here");
     return;
