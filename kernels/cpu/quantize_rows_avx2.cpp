@@ -41,6 +41,12 @@ constexpr std::int64_t chunk_tiles_for(std::int64_t t) {
   return tiles < 8 ? 8 : (tiles > kMaxChunkTiles ? kMaxChunkTiles : tiles);
 }
 
+// A row's tiles that the two-level passes take 8 at a time: whole tiles of a multiple of 8
+// columns, in whole groups of 8; the rest are leftover tiles.
+std::int64_t grouped_tiles_of(const QuantizedTensor& q) {
+  return (q.tile_cols % 8 == 0 ? q.cols / q.tile_cols : 0) / 8 * 8;
+}
+
 // A tile's element factor, and whether its codes can skip the NaN select: no NaN in the tile
 // and a finite, nonzero factor, so that x * f and x / f cannot be NaN (inf * 0, 0 / 0, inf / inf).
 FP8LAB_AVX2_INLINE bool nan_free(std::uint32_t amax_bits, float factor) {
@@ -219,7 +225,7 @@ FP8LAB_TARGET_AVX2 void stored_amax_rows_kernel(const float* x, QuantizedTensor&
                                                 const ScalesPerTile& per_tile) {
   constexpr std::int64_t kRows = kSecondPassRows;
   const std::int64_t t = kT != 0 ? kT : q.tile_cols;
-  const std::int64_t grouped_tiles = (t % 8 == 0 ? q.cols / t : 0) / 8 * 8;
+  const std::int64_t grouped_tiles = grouped_tiles_of(q);
   const std::int64_t chunk_tiles = chunk_tiles_for(t);
   const std::int64_t step = kT == 16 ? 2 : 1;  // tiles of a row per turn on the clean path
   alignas(32) float encode[kRows][kMaxChunkTiles];
@@ -322,7 +328,7 @@ void quantize_rows_avx2(const float* x, QuantizedTensor& q, std::int64_t r_begin
 FP8LAB_TARGET_AVX2 std::uint32_t tile_amaxes_avx2(const float* x, QuantizedTensor& q, std::int64_t r_begin,
                                                   std::int64_t r_end) {
   const std::int64_t t = q.tile_cols;
-  const std::int64_t lockstep_tiles = (t % 8 == 0 ? q.cols / t : 0) / 8 * 8;
+  const std::int64_t lockstep_tiles = grouped_tiles_of(q);
   __m256i running = _mm256_setzero_si256();
   std::uint32_t rest = 0;
   // kLockstepRows rows side by side, 8 tiles of each in turn (see stored_amax_rows_kernel).

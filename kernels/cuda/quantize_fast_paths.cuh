@@ -1,8 +1,9 @@
 #pragma once
 // The quantizer's one-pass kernels (included by quantize_cuda.cu, and by tensor_amax_variants.cu
 // for the amax pass; the contract is quantize_cuda.cu's): x is read once, as float4, held in
-// registers while its tile's amax is reduced, then encoded from the registers. They need cols % 4 == 0 and a 16-byte aligned x, so that no
-// float4 straddles a row or a tile (every tile width here is a multiple of 4).
+// registers while its tile's amax is reduced, then encoded from the registers. They need
+// cols % 4 == 0 and a 16-byte aligned x, so that no float4 straddles a row or a tile (every
+// tile width here is a multiple of 4).
 //   tile_quantize_kernel<F, V>      1 x 128V tiles: one warp per tile, lane l holds chunks
 //                                   l, l + 32, ... (DeepSeek-V3's activations);
 //   narrow_tile_quantize_kernel<F, T>  1 x T tiles, T in {16, 32, 64} (MXFP8, MXFP4, NVFP4): one
