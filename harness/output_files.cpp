@@ -19,6 +19,17 @@ void require_writable_location(const std::filesystem::path& file) {
     throw std::invalid_argument(file.string() + ": cannot write: directory " + parent.string() + " does not exist");
   if (!std::filesystem::is_directory(status))
     throw std::invalid_argument(file.string() + ": cannot write: " + parent.string() + " is not a directory");
+  const std::filesystem::file_status existing = std::filesystem::status(file, error);
+  if (std::filesystem::exists(existing) && !std::filesystem::is_regular_file(existing))
+    throw std::invalid_argument(file.string() +
+                                ": is not a regular file (a device, FIFO or socket); give a file name to write");
+}
+
+void require_not_input(const std::filesystem::path& output, const std::filesystem::path& input) {
+  std::error_code error;  // a missing output is no input: equivalent() then says false
+  if (std::filesystem::equivalent(output, input, error))
+    throw std::invalid_argument(output.string() + ": is the input " + input.string() +
+                                "; give another name (fp8lab does not write over its input)");
 }
 
 PendingOutputs::~PendingOutputs() {
@@ -29,8 +40,15 @@ PendingOutputs::~PendingOutputs() {
   }
 }
 
-std::filesystem::path PendingOutputs::add(const std::filesystem::path& file) {
-  require_writable_location(file);
+std::filesystem::path PendingOutputs::add(const std::filesystem::path& named) {
+  require_writable_location(named);
+  std::error_code error;
+  std::filesystem::path file = named;
+  if (std::filesystem::is_symlink(named, error)) {
+    const std::filesystem::path target = std::filesystem::weakly_canonical(named, error);
+    if (error) throw std::invalid_argument(named.string() + ": cannot follow the link: " + error.message());
+    file = target;
+  }
   for (const Entry& e : entries_)
     if (e.final_name == file) throw std::invalid_argument(file.string() + ": named twice as an output");
   const std::filesystem::path temporary = file.string() + ".tmp-" + std::to_string(::getpid());

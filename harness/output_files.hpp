@@ -9,8 +9,12 @@
 namespace fp8lab {
 
 // Throws std::invalid_argument "FILE: ..." unless FILE could be created: its directory exists
-// and is a directory, and FILE itself is not a directory. Cheap; call before any work.
+// and is a directory, and FILE is not a directory, a device, a FIFO or a socket (the final
+// rename would replace such a node with a plain file). Cheap; call before any work.
 void require_writable_location(const std::filesystem::path& file);
+// Throws std::invalid_argument "OUTPUT: is the input INPUT ..." when both name one existing file
+// (through a link or another spelling too): a command never writes over what it reads.
+void require_not_input(const std::filesystem::path& output, const std::filesystem::path& input);
 
 class PendingOutputs {
  public:
@@ -19,7 +23,8 @@ class PendingOutputs {
   PendingOutputs& operator=(const PendingOutputs&) = delete;
   ~PendingOutputs();  // removes every temporary not committed
 
-  // Checks FILE's location now and returns the temporary name to write it under.
+  // Checks FILE's location now and returns the temporary name to write it under. A FILE that is
+  // a symbolic link is written through: its target is the file replaced.
   std::filesystem::path add(const std::filesystem::path& file);
   // Renames every temporary to its final name.
   void commit();

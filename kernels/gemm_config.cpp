@@ -158,7 +158,9 @@ GemmPlan plan_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const Gem
       throw std::invalid_argument(std::string("promotion interval ") + config.promotion.to_string() +
                                   " does not divide " + name + "'s scale extent " + std::to_string(q->tile_cols) +
                                   " along K (" + q->config.granularity.to_string() +
-                                  "): its scale would change inside one partial");
+                                  "): its scale would change inside one partial; set the promotion interval "
+                                  "(--promotion, promotion =; default 128) to a divisor of " +
+                                  std::to_string(q->tile_cols));
   }
   if (plan.interval > plan.padded_k) plan.interval = plan.padded_k;  // one partial covers all of K
   plan.intervals = (plan.padded_k + plan.interval - 1) / plan.interval;

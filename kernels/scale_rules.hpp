@@ -33,7 +33,7 @@ enum class ScaleRule : std::uint8_t {
   te,             // `te`: Transformer Engine current / blockwise scaling, FP32 scale.
   te_pow2,        // `te-pow2`: the same with the scale's mantissa masked (TE's blockwise default).
   div,            // `div`: sf as fp32, q = x / sf (true division).
-  mx,             // `mx`: OCP MX v1.0 FLOOR, E8M0 scale.
+  mx,             // `mx`: OCP MX v1.0 FLOOR = torchao FLOOR, E8M0 scale.
   mx_ceil,        // `mx:ceil`: torchao CEIL.
   mx_even,        // `mx:even`: torchao EVEN.
   mx_rceil,       // `mx:rceil`: torchao RCEIL = TE MXFP8 (cvt.rp ue8m0).
@@ -79,7 +79,7 @@ FP8LAB_HD constexpr ScaleRuleMath scale_rule_math(ScaleRule rule) {
     case ScaleRule::mx_even: return {ScaleFromAmax::e8m0_even, ApplyScale::multiply, false};
     case ScaleRule::mx_rceil: return {ScaleFromAmax::e8m0_rceil, ApplyScale::multiply, false};
     case ScaleRule::nvfp4: return {ScaleFromAmax::nvfp4_te, ApplyScale::multiply, true};
-    case ScaleRule::nvfp4_torchao: return {ScaleFromAmax::nvfp4_torchao, ApplyScale::divide, true};
+    case ScaleRule::nvfp4_torchao: return {ScaleFromAmax::nvfp4_torchao, ApplyScale::multiply, true};
     case ScaleRule::nvfp4_4over6: return {ScaleFromAmax::nvfp4_4over6, ApplyScale::multiply, true};
   }
   return {ScaleFromAmax::ratio, ApplyScale::multiply, false};
@@ -175,10 +175,20 @@ FP8LAB_HD constexpr std::uint8_t mx_scale_code(float amax, ScaleFromAmax mode, E
   return static_cast<std::uint8_t>(exponent + 127);
 }
 
+// The elements are scaled by 1 / X, exact, except for byte 0 (X = 2^-127, an FP32 subnormal),
+// where each library has its own factor and none uses 2^127 (checked against torchao 0.18 in
+// tests/peers/block_scaled_quantizers_test.py):
+//  floor, ceil, even  2^126: torchao clamps the divisor to FP32's smallest normal (a Triton
+//                     workaround in to_mx), x / max(X, 2^-126);
+//  rceil              1: TE's exp2f_rcp (ptx.cuh) and torchao's _to_mx_rceil return 1 for byte 0.
+// The stored scale stays 2^-127 (what the hardware decodes), so such a block's round trip is
+// off by 2 (floor, ceil, even) or flushes its values to 0 (rceil), as it is in those libraries.
+// Byte 0 with a nonzero amax needs amax below 2^(emax_elem - 126) (2^-118 for E4M3).
 FP8LAB_HD constexpr TileScale mx_scale(float amax, ScaleFromAmax mode, ElementTraits f) {
   const std::uint8_t code = mx_scale_code(amax, mode, f);
   if (code == kUe8m0Nan) return {ue8m0_decode(code), ue8m0_decode(code)};
-  return {ue8m0_decode(code), exact_pow2(127 - static_cast<int>(code))};  // 1 / X, exact
+  if (code == 0) return {ue8m0_decode(code), mode == ScaleFromAmax::e8m0_rceil ? 1.0f : 0x1p126f};
+  return {ue8m0_decode(code), exact_pow2(127 - static_cast<int>(code))};
 }
 
 // TE NVFP4 block (common/cast/nvfp4/core_nvfp4.cuh): s_b = E4M3_satfinite(fminf(block_amax *
@@ -195,16 +205,18 @@ FP8LAB_HD constexpr TileScale nvfp4_te_scale(float amax, ElementTraits f, Tensor
   return {s_b, min_flt_max(1.0f / (s_b * t.decode))};
 }
 
-// torchao NVFP4 (prototype/mx_formats/nvfp4_tensor.py nvfp4_quantize, two-level): block_scale =
-// fl32(block_amax / 6); s = fl32(block_scale / per_tensor_scale) clamped to [2^-6, 448]
-// (E4M3's smallest normal and max; NaN passes torch.clamp) and cast to E4M3 (RN);
-// total = fl32(per_tensor_scale * s_b); q = E2M1(clamp(fl32(x / total), +-6)).
+// torchao NVFP4 (prototype/mx_formats/nvfp4_tensor.py nvfp4_quantize, two-level, torchao 0.18):
+// block_scale = fl32(block_amax / 6); s = fl32(block_scale / per_tensor_scale) clamped to
+// [2^-6, 448] (E4M3's smallest normal and max; NaN passes torch.clamp) and cast to E4M3 (RN);
+// q = E2M1(clamp(fl32(x * fl32(fl32(1 / per_tensor_scale) / s_b)), +-6)) (a multiply by the
+// reciprocal of the combined scale, "to match the MSLK triton kernel"; torchao before 0.18
+// divided by fl32(per_tensor_scale * s_b), which rounds some ties the other way).
 FP8LAB_HD constexpr TileScale nvfp4_torchao_scale(float amax, ElementTraits f, TensorScale t) {
   const float block_scale = amax / f.max_finite;
   float s = block_scale / t.decode;
   s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
   const float s_b = decode<E4M3>(encode_e4m3_satfinite(s));
-  return {s_b, t.decode * s_b};
+  return {s_b, t.encode / s_b};
 }
 
 // TE NVFP4 4over6 (common/cast/nvfp4/quantize_4over6_nvfp4.cuh compute_scale_pair): the two
@@ -229,8 +241,12 @@ FP8LAB_HD constexpr FourOverSixCandidates nvfp4_4over6_candidates(float amax, El
 //   1 when amax = 0 or S_enc = 0 (inf amax); the decode factor is fl32(1 / S_enc). A NaN amax
 //   gives FLT_MAX (fminf drops the NaN), as TE. nvfp4:4over6 the same with 256 * 6 (TE's 4over6
 //   default E4M3 bound 256, leaving the map-to-4 scale its 1.5x of headroom).
-// nvfp4:torchao (per_tensor_amax_to_scale): per_tensor_scale = fl32(amax / (448 * 6)). fp8lab's
-//   choice: an all-zero tensor gets 1 (torchao divides by 0 there and gets NaN scales).
+// nvfp4:torchao (per_tensor_amax_to_scale): per_tensor_scale = fl32(amax / (448 * 6)); the encode
+//   factor is fl32(1 / per_tensor_scale). fp8lab's choices where torchao gives NaN: an all-zero
+//   tensor gets 1 (torchao divides by 0); per_tensor_scale is kept >= 2^-121, so that the
+//   element factor fl32(2^121 / s_b) <= 2^127 stays finite for every s_b >= 2^-6 (below it
+//   torchao's factor can overflow and a zero element gives 0 * inf = NaN). Only tensors whose
+//   amax is below 2688 * 2^-121 (about 1.0e-33) are affected.
 FP8LAB_HD constexpr TensorScale tensor_scale(float tensor_amax, ScaleRule rule, ElementTraits f) {
   const ScaleFromAmax from = scale_rule_math(rule).scale_from;
   // E4M3 block-scale bound x element max: 2688 for E2M1 (1536 under 4over6)
@@ -241,7 +257,9 @@ FP8LAB_HD constexpr TensorScale tensor_scale(float tensor_amax, ScaleRule rule, 
     return {s_enc, 1.0f / s_enc};
   }
   if (from == ScaleFromAmax::nvfp4_torchao) {
-    const float per_tensor = tensor_amax == 0.0f ? 1.0f : tensor_amax / levels;
+    constexpr float kMinPerTensorScale = 0x1p-121f;
+    float per_tensor = tensor_amax == 0.0f ? 1.0f : tensor_amax / levels;
+    if (per_tensor < kMinPerTensorScale) per_tensor = kMinPerTensorScale;  // a NaN passes
     return {1.0f / per_tensor, per_tensor};
   }
   return {};

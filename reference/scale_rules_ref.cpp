@@ -56,6 +56,9 @@ TileScaleRef te_rule(double amax, const FormatDefinition& f, bool pow2) {
 TileScaleRef mx_rule(double amax, ScaleRuleRef rule, const FormatDefinition& f) {
   if (!std::isfinite(amax)) return {kNaN, kNaN, false};
   const int e = mx_exponent_ref(amax, rule, f);
+  // The smallest scale, 2^-127, is not inverted: torchao's FLOOR, CEIL and EVEN divide by
+  // FP32's smallest normal 2^-126 instead, TE's and torchao's RCEIL multiply by 1.
+  if (e == -127) return {std::ldexp(1.0, e), rule == ScaleRuleRef::mx_rceil ? 1.0 : std::ldexp(1.0, 126), false};
   return {std::ldexp(1.0, e), std::ldexp(1.0, -e), false};
 }
 
@@ -75,7 +78,7 @@ TileScaleRef nvfp4_torchao_rule(double amax, const FormatDefinition& f, const Te
   if (s < std::ldexp(1.0, -6)) s = std::ldexp(1.0, -6);  // torch.clamp(min=2^-6, max=448): NaN stays
   if (s > 448.0) s = 448.0;
   const double s_b = round_e4m3(s);
-  return {s_b, fl32(t.decode * s_b), true};
+  return {s_b, fl32(t.encode / s_b), false};  // x * fl32(fl32(1 / per_tensor) / s_b), torchao 0.18
 }
 
 }  // namespace
@@ -146,7 +149,9 @@ TensorScaleRef tensor_scale_ref(double tensor_amax, ScaleRuleRef rule, const For
     return {s_enc, fl32(1.0 / s_enc)};
   }
   if (rule == ScaleRuleRef::nvfp4_torchao) {
-    const double per_tensor = tensor_amax == 0.0 ? 1.0 : fl32(tensor_amax / levels);
+    // fp8lab's floor 2^-121 keeps fl32(1 / per_tensor) / 2^-6 (the smallest block scale) finite.
+    double per_tensor = tensor_amax == 0.0 ? 1.0 : fl32(tensor_amax / levels);
+    if (per_tensor < std::ldexp(1.0, -121)) per_tensor = std::ldexp(1.0, -121);
     return {fl32(1.0 / per_tensor), per_tensor};
   }
   return {};

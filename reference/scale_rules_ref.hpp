@@ -42,7 +42,7 @@ struct TileScaleRef {
 };
 
 struct TensorScaleRef {
-  double encode = 1.0;  // TE's S_enc (nvfp4); 1 for one-level rules
+  double encode = 1.0;  // TE's S_enc (nvfp4), torchao's fl32(1 / per_tensor_scale); 1 for one-level rules
   double decode = 1.0;  // the per-tensor dequantization factor
 };
 

@@ -17,6 +17,13 @@ struct Command {
 // `fp8lab compare` found a metric that got worse (1 stays "internal error", 2 "bad input").
 inline constexpr int kRegressionExitCode = 3;
 
+// For options whose value names something (a file, a scheme, a rule): an empty value is
+// refused ("--scheme: must not be empty") rather than taken as the option not given.
+inline CLI::Validator non_empty() {
+  return CLI::Validator([](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); },
+                        "", "NONEMPTY");
+}
+
 // --threads for commands that run GEMMs: 0 (all cores) to kMaxThreads, anything else refused.
 CLI::Option* add_threads_option(CLI::App* sub, int& threads);
 

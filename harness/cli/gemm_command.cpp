@@ -62,7 +62,10 @@ void print_error_table(const GemmErrors& g) {
 int run_gemm(const GemmOptionsCli& o) {
   const GemmJob job(o.request);  // every option parsed, the backend selected
   if (o.sample_rows < 0 || o.sample_cols < 0) throw std::invalid_argument("--sample-rows/--sample-cols must be >= 0");
-  if (!o.out.empty()) require_writable_location(o.out);
+  if (!o.out.empty()) {
+    require_writable_location(o.out);
+    for (const std::string& input : {o.a, o.b}) require_not_input(o.out, input);
+  }
 
   const MatrixOperand a = load_matrix_operand(o.a, o.a_name);
   const MatrixOperand b = load_matrix_operand(o.b, o.b_name);
@@ -156,7 +159,7 @@ Command add_gemm_command(CLI::App& app) {
   sub->add_option("--scheme", o->request.scheme,
                   "Format, scales and rule in one word (" + scheme_names() +
                   "): A takes the scheme's activation tiles, B its weight tiles; accum defaults to b200 for mxfp8, mxfp4, "
-                  "nvfp4")
+                  "nvfp4")->check(non_empty())
       ->excludes(ga)
       ->excludes(gb)
       ->excludes(format)
@@ -165,7 +168,8 @@ Command add_gemm_command(CLI::App& app) {
   sub->add_option("--accum", o->request.accum,
                   "Accumulation model: hopper (13 fraction bits, 32-deep, truncation) | fp32 (FMA per product) | "
                   "bits:F,depth:D,round:rz|rne | b200 (Blackwell's block-scaled MMA: UE8M0 or nvfp4 scales inside the "
-                  "instruction, FP32 accumulator over all of K). Default: hopper, or b200 with --scheme mxfp8|mxfp4|nvfp4");
+                  "instruction, FP32 accumulator over all of K). Default: hopper, or b200 with --scheme mxfp8|mxfp4|nvfp4")
+      ->check(non_empty());
   sub->add_flag("--rht", o->request.rht,
                 "Transform A and B along K with Transformer Engine's 16x16 Random Hadamard Transform (fixed signs, "
                 "H16/4, FP32) before quantizing them; K must be a multiple of 16. The exact product is unchanged, so the "
@@ -173,9 +177,10 @@ Command add_gemm_command(CLI::App& app) {
                 "quantization error)");
   sub->add_option("--promotion", o->request.promotion,
                   "Promote the partial to FP32 every N elements of K (a multiple of the depth that divides the scale "
-                  "tile along K) or never. Default: 128, never under b200");
+                  "tile along K) or never. Default: 128, never under b200")->check(non_empty());
   sub->add_option("--output", o->request.output, "Output type: fp32 or bf16 (RNE)")->capture_default_str();
-  sub->add_option("--out", o->out, "Write C (float32; the sampled rows x columns when sampling) to this .npy");
+  sub->add_option("--out", o->out, "Write C (float32; the sampled rows x columns when sampling) to this .npy")
+      ->check(non_empty());
   sub->add_option("--sample-rows", o->sample_rows, "Compute only this many random output rows (0: all)");
   sub->add_option("--sample-cols", o->sample_cols, "Compute only this many random output columns (0: all)");
   sub->add_option("--seed", o->seed, "Seed of the row/column sample")->capture_default_str();

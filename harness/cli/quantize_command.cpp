@@ -29,7 +29,7 @@ struct QuantizeOptions {
   std::string operand;  // with --scheme: which of its granularities (activation, gradient, weight)
   std::optional<std::string> seed;  // parsed by parse_seed, so that a bad one is a one-line error naming --seed
   std::string codes_out, scales_out, dequant_out, global_scale_out;
-  double rel_floor = -1;  // < 0: default_rel_floor (1% of the input's RMS)
+  std::optional<double> rel_floor;  // not given: default_rel_floor (1% of the input's RMS)
   bool json = false;
 };
 
@@ -40,11 +40,23 @@ struct GranularityResult {
   std::int64_t zeroed = 0;  // nonzero inputs whose code is +-0 (underflow)
 };
 
-GranularityResult run_one(const QuantizeJob& job, const std::vector<float>& x, std::int64_t rows, std::int64_t cols,
-                          const Granularity& granularity, double rel_floor) {
+GranularityResult run_one(const QuantizeJob& job, const std::string& tensor, const std::vector<float>& x,
+                          std::int64_t rows, std::int64_t cols, const Granularity& granularity, double rel_floor) {
   GranularityResult r;
   r.quantized = job.quantize(x, rows, cols, granularity);
   r.dequantized = cpu::dequantize(r.quantized);
+  // A code times its scale can pass FP32's largest value (an E8M0 scale rounded up for a block
+  // near FLT_MAX): every metric would be inf or NaN, so it is refused, as gemm refuses such a C.
+  for (std::size_t i = 0; i < r.dequantized.size(); ++i)
+    if (!std::isfinite(r.dequantized[i])) {
+      const std::int64_t row = static_cast<std::int64_t>(i) / cols, col = static_cast<std::int64_t>(i) % cols;
+      char value[32];
+      std::snprintf(value, sizeof value, "%.9g", static_cast<double>(x[i]));
+      throw std::invalid_argument(tensor + ": element (" + std::to_string(row) + ", " + std::to_string(col) + ") = " +
+                                  value + " dequantizes past FP32's range under " + granularity.to_string() +
+                                  " and scale rule " + scale_rule_name(job.scale_rule()) +
+                                  " (its code times its scale exceeds 3.4e38); nothing written");
+    }
   r.metrics = error_metrics(std::span<const float>(r.dequantized), std::span<const float>(x), rel_floor);
   // A code is +-0 when its bits below the sign bit (bit 7, 5 or 3 by format) are all zero.
   const std::uint8_t magnitude_mask = with_element_codec(job.format(), [](auto codec) {
@@ -90,6 +102,8 @@ QuantizeOptions with_scheme(QuantizeOptions o) {
 
 int run_quantize(const QuantizeOptions& options) {
   QuantizeOptions o = with_scheme(options);
+  if (o.rel_floor && !(*o.rel_floor >= 0 && std::isfinite(*o.rel_floor)))
+    throw std::invalid_argument("--rel-floor: " + std::to_string(*o.rel_floor) + " is not a finite number >= 0");
   if (o.seed) o.request.seed = parse_seed(*o.seed);
   std::vector<Granularity> granularities;
   for (const std::string& g : o.granularities) granularities.push_back(Granularity::parse(g));
@@ -103,13 +117,16 @@ int run_quantize(const QuantizeOptions& options) {
                                 " has no per-tensor scale (only nvfp4, nvfp4:torchao and nvfp4:4over6 do)");
   const Backend& backend = job.backend();
   for (const std::string* out : {&o.codes_out, &o.scales_out, &o.dequant_out, &o.global_scale_out})
-    if (!out->empty()) require_writable_location(*out);  // refused before any work
+    if (!out->empty()) {  // refused before any work
+      require_writable_location(*out);
+      require_not_input(*out, o.tensor);
+    }
 
   const MatrixOperand operand = load_matrix_operand(o.tensor, o.name);
   const std::int64_t rows = operand.rows, cols = operand.cols;
   const std::vector<float>& x = operand.values;
 
-  const double floor = o.rel_floor < 0 ? default_rel_floor(std::span<const float>(x)) : o.rel_floor;
+  const double floor = o.rel_floor ? *o.rel_floor : default_rel_floor(std::span<const float>(x));
 
   nlohmann::json report = {{"tensor", o.tensor},   {"name", o.name},        {"dtype", dtype_name(operand.dtype)},
                            {"shape", {rows, cols}}, {"format", o.request.format}, {"scale_rule", o.request.scale},
@@ -127,14 +144,14 @@ int run_quantize(const QuantizeOptions& options) {
                 dtype_name(operand.dtype), o.request.format.c_str(), o.request.scale.c_str(), rounding.c_str(),
                 backend.name().c_str());
     std::printf("dequantized vs input; max_rel over |x| > %.4g%s\n", floor,
-                o.rel_floor < 0 ? " (1% of the input's RMS)" : "");
+                o.rel_floor ? "" : " (1% of the input's RMS)");
     std::printf("%-14s %-11s %10s %9s %11s %10s %10s %10s %9s\n", "granularity", "scales", "rel_frob", "sqnr_db",
                 "1-cosine", "diff", "max_abs", "max_rel", "zeroed");
   }
   for (const Granularity& g : granularities) {
     const GranularityResult r = [&] {
       const Heartbeat heartbeat("quantize " + g.to_string(), false);  // a long one says it is alive
-      return run_one(job, x, rows, cols, g, floor);
+      return run_one(job, o.tensor, x, rows, cols, g, floor);
     }();
     if (writes_files) {
       PendingOutputs pending;
@@ -171,7 +188,7 @@ Command add_quantize_command(CLI::App& app) {
       "dequantized result against the input");
   auto o = std::make_shared<QuantizeOptions>();
   sub->add_option("TENSOR", o->tensor, "Input tensor file (.npy, or .safetensors with --name)")->required();
-  sub->add_option("--name", o->name, "Tensor name inside a .safetensors file");
+  sub->add_option("--name", o->name, "Tensor name inside a .safetensors file")->check(non_empty());
   sub->add_option("--format", o->request.format,
                   "Element format: e4m3, e5m2 (FP8), e2m1 (FP4), e3m2, e2m3 (FP6); FP4/FP6 codes are one per uint8, "
                   "in the low bits")
@@ -189,7 +206,7 @@ Command add_quantize_command(CLI::App& app) {
   sub->add_option("--scheme", o->scheme,
                   "Format, granularity and scale rule in one word: deepseek (e4m3, tile:1x128, weights block:128x128, "
                   "fp32), mxfp8 (e4m3, tile:1x32, mx:rceil), mxfp4 (e2m1, tile:1x32, mx), nvfp4 (e2m1, tile:1x16, "
-                  "weights block:16x16, nvfp4); --operand picks the weights' granularity")
+                  "weights block:16x16, nvfp4); --operand picks the weights' granularity")->check(non_empty())
       ->excludes("--granularity")
       ->excludes("--scale")
       ->excludes("--format");
@@ -201,13 +218,16 @@ Command add_quantize_command(CLI::App& app) {
   sub->add_option("--seed", o->seed, "Seed of --rounding stochastic, 0 to 2^64 - 1 (default 0)");
   sub->add_option("--operand", o->operand,
                   "With --scheme: activation (default), gradient or weight; weights take the scheme's weight "
-                  "granularity (block:128x128 for deepseek, block:16x16 for nvfp4: TE's 2-D weight scaling)");
-  sub->add_option("--codes", o->codes_out, "Write the FP8 codes (uint8, rows x cols) to this .npy");
-  sub->add_option("--scales", o->scales_out, "Write the scales (float32, row-major over the tile grid) to this .npy");
-  sub->add_option("--dequant", o->dequant_out, "Write the dequantized tensor (float32) to this .npy");
+                  "granularity (block:128x128 for deepseek, block:16x16 for nvfp4: TE's 2-D weight scaling)")
+      ->check(non_empty());
+  sub->add_option("--codes", o->codes_out, "Write the FP8 codes (uint8, rows x cols) to this .npy")->check(non_empty());
+  sub->add_option("--scales", o->scales_out, "Write the scales (float32, row-major over the tile grid) to this .npy")
+      ->check(non_empty());
+  sub->add_option("--dequant", o->dequant_out, "Write the dequantized tensor (float32) to this .npy")
+      ->check(non_empty());
   sub->add_option("--global-scale", o->global_scale_out,
                   "nvfp4 rules: write the per-tensor decode scale (float32, shape [1]) to this .npy; "
-                  "x' = code * (scale * global scale)");
+                  "x' = code * (scale * global scale)")->check(non_empty());
   sub->add_option("--rel-floor", o->rel_floor,
                   "max_rel counts only elements with |x| above this (default: 1% of the input's RMS)");
   sub->add_option("--backend", o->request.backend, "cpu, cuda or auto (cuda when a device is there)")->capture_default_str();

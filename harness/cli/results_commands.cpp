@@ -57,7 +57,7 @@ Command add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto shard = std::make_shared<std::string>();
   sub->add_option("SPEC", o->spec, "Study spec (.toml)")->required();
-  sub->add_option("-o,--out", o->out, "Results file (default results/<study>.h5)");
+  sub->add_option("-o,--out", o->out, "Results file (default results/<study>.h5)")->check(non_empty());
   sub->add_option("--backend", o->backend, "cpu, cuda or auto (auto: cuda when available, else cpu)")->capture_default_str();
   sub->add_flag("--resume", o->resume, "Complete an interrupted results file: compute only the missing points");
   sub->add_option("--shard", *shard, "Run only points I, I+N, I+2N, ... of the grid (I/N), for splitting across machines");

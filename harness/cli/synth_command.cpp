@@ -30,7 +30,7 @@ Command add_synth_command(CLI::App& app) {
   sub->add_option("--outlier-channels", spec->outlier_channels, "How many columns are scaled up")->capture_default_str();
   sub->add_option("--outlier-scale", spec->outlier_scale, "Factor applied to outlier columns")->capture_default_str();
   sub->add_option("--seed", spec->seed, "Random seed (mt19937_64)")->capture_default_str();
-  sub->add_option("-o,--out", *out, "Output .npy file")->required();
+  sub->add_option("-o,--out", *out, "Output .npy file")->check(non_empty())->required();
   auto ignore_memory = std::make_shared<bool>(false);
   sub->add_flag(kIgnoreMemoryLimitFlag, *ignore_memory, "Allocate even when the estimate exceeds the available memory");
   return {sub, [spec, out, ignore_memory] {

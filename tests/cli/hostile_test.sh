@@ -127,6 +127,53 @@ case_paths() {
   expect_one_line_error "dir.npy: is a directory" "$fp8lab" quantize "$work/a.npy" --granularity row --dequant "$work/dir.npy"
 }
 
+# Outputs that would destroy something: a FIFO (a device node needs root to make; the same
+# check refuses both), the input itself under another spelling or through a link; a link as an
+# output is written through; empty values are refused rather than taken as "not given".
+case_output_targets() {
+  expect_exit 0 "$fp8lab" synth --rows 64 --cols 128 -o "$work/a.npy"
+  cp "$work/a.npy" "$work/a.orig.npy"
+  mkfifo "$work/fifo"
+  expect_one_line_error "fifo: is not a regular file" "$fp8lab" quantize "$work/a.npy" --scheme nvfp4 --dequant "$work/fifo"
+  expect_one_line_error "fifo: is not a regular file" "$fp8lab" gemm --a "$work/a.npy" --b "$work/a.npy" --out "$work/fifo"
+  [[ -p $work/fifo ]] || fail "the FIFO was replaced"
+  expect_one_line_error "a.npy: is the input" "$fp8lab" quantize "$work/a.npy" --scheme nvfp4 --codes "$work/./a.npy"
+  ln -s a.npy "$work/link.npy"
+  expect_one_line_error "link.npy: is the input" "$fp8lab" quantize "$work/a.npy" --scheme mxfp8 --dequant "$work/link.npy"
+  expect_one_line_error "a.npy: is the input" "$fp8lab" gemm --a "$work/a.npy" --b "$work/a.npy" --out "$work/a.npy"
+  cmp -s "$work/a.npy" "$work/a.orig.npy" || fail "a refused command changed its input"
+  : >"$work/target.npy"
+  ln -s target.npy "$work/out-link.npy"
+  expect_exit 0 "$fp8lab" quantize "$work/a.npy" --scheme mxfp8 --dequant "$work/out-link.npy"
+  [[ -L $work/out-link.npy && -s $work/target.npy ]] || fail "an output link was not written through"
+  for option in --scheme --operand --dequant; do
+    expect_one_line_error "$option: must not be empty" "$fp8lab" quantize "$work/a.npy" --granularity row "$option" ""
+  done
+  expect_one_line_error "--accum: must not be empty" "$fp8lab" gemm --a "$work/a.npy" --b "$work/a.npy" --accum ""
+  for floor in nan inf -1; do
+    expect_one_line_error "--rel-floor: " "$fp8lab" quantize "$work/a.npy" --granularity row --rel-floor "$floor"
+  done
+  keep="a\.npy|a\.orig\.npy|fifo|link\.npy|target\.npy|out-link\.npy"; no_new_files
+}
+
+# A dequantized value past FP32's range (mx:rceil rounds the scale of a block near FLT_MAX up:
+# code 256 x 2^120 = 2^128) is refused, as gemm refuses such a C; a tensor too small for
+# torchao's per-tensor scale (amax / 2688 underflows) quantizes to finite zeros, not NaN.
+case_quantize_range_edges() {
+  "$py" -c "import numpy as np; np.save('$work/huge.npy', np.full((4, 32), 3.4e38, np.float32)); np.save('$work/tiny.npy', np.full((4, 32), 1e-42, np.float32))"
+  expect_one_line_error "huge.npy: element (0, 0) = 3.39999995e+38 dequantizes past FP32's range" \
+    "$fp8lab" quantize "$work/huge.npy" --scheme mxfp8 --dequant "$work/d.npy"
+  [[ ! -e $work/d.npy ]] || fail "a refused quantize wrote --dequant"
+  expect_exit 0 "$fp8lab" quantize "$work/tiny.npy" --format e2m1 --granularity tile:1x16 --scale nvfp4:torchao --json \
+    --dequant "$work/d.npy"
+  "$py" - "$work/out" "$work/d.npy" <<'PY' || fail "nvfp4:torchao on a 1e-42 tensor: $(cat "$work/out")"
+import json, sys, numpy as np
+result = json.load(open(sys.argv[1]))["results"][0]
+assert result["zeroed"] == 128, result
+assert np.all(np.load(sys.argv[2]) == 0), "dequantized values are not all zero"
+PY
+}
+
 case_memory_estimate() {
   spec s.toml $'[operands]\ntokens = 2000000000'
   expect_one_line_error "s.toml: field 'operands.tokens': point layer=shape:128x128" "$fp8lab" run "$work/s.toml" -o "$work/r.h5"

@@ -35,7 +35,12 @@ TEST_CASE("mx rules: zero amax gives 2^-127 (byte 0), NaN and inf give the NaN s
   for (ScaleRule rule : {ScaleRule::mx, ScaleRule::mx_ceil, ScaleRule::mx_even, ScaleRule::mx_rceil}) {
     INFO(scale_rule_name(rule));
     CHECK(decode_of(0.0f, rule) == 0x1p-127f);
-    CHECK(tile_scale(0.0f, rule, kE4M3).encode == 0x1p127f);
+    // byte 0's element factor is the libraries', not 1 / 2^-127: torchao's FLOOR/CEIL/EVEN divide
+    // by max(X, 2^-126), TE's and torchao's RCEIL multiply by 1 (exp2f_rcp)
+    const float byte0_factor = rule == ScaleRule::mx_rceil ? 1.0f : 0x1p126f;
+    CHECK(tile_scale(0.0f, rule, kE4M3).encode == byte0_factor);
+    CHECK(tile_scale(1e-40f, rule, kE4M3).encode == byte0_factor);
+    CHECK(tile_scale(0x1p-100f, rule, kE4M3).encode == 1.0f / decode_of(0x1p-100f, rule));  // other bytes: 1 / X
     CHECK(std::isnan(decode_of(kNaN, rule)));
     CHECK(std::isnan(decode_of(kInf, rule)));
     CHECK(decode_of(1e-40f, rule) == 0x1p-127f);
@@ -90,6 +95,12 @@ TEST_CASE("nvfp4: S_enc = 448 * 6 / tensor amax; block scale E4M3(amax * S_enc /
   CHECK(tensor_scale(1e-42f, ScaleRule::nvfp4, kE2M1).encode == kFltMax);
   CHECK(tensor_scale(0.0f, ScaleRule::nvfp4_torchao, kE2M1).decode == 1.0f);
   CHECK(tensor_scale(2688.0f, ScaleRule::nvfp4_torchao, kE2M1).decode == 1.0f);
+  CHECK(tensor_scale(2688.0f, ScaleRule::nvfp4_torchao, kE2M1).encode == 1.0f);
+  // fp8lab's floor 2^-121 where amax / 2688 would leave fl32(1 / scale) / 2^-6 overflowing
+  CHECK(tensor_scale(1e-42f, ScaleRule::nvfp4_torchao, kE2M1).decode == 0x1p-121f);
+  CHECK(tensor_scale(2688.0f * 0x1p-120f, ScaleRule::nvfp4_torchao, kE2M1).decode == 0x1p-120f);
+  // torchao 0.18 multiplies by fl32(fl32(1 / per-tensor scale) / s_b)
+  CHECK(tile_scale(3.0f, ScaleRule::nvfp4_torchao, kE2M1, {4.0f, 0.25f}).encode == 4.0f / 2.0f);
   // torchao clamps block scales to [2^-6, 448]: a tiny block still gets E4M3's smallest normal.
   CHECK(tile_scale(1e-3f, ScaleRule::nvfp4_torchao, kE2M1, {1.0f, 1.0f}).decode == 0x1p-6f);
 
