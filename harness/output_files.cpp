@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "data/tensor_io/file_bytes.hpp"
 #include "harness/interrupt.hpp"
 
 namespace fp8lab {
@@ -42,15 +43,18 @@ PendingOutputs::~PendingOutputs() {
 
 std::filesystem::path PendingOutputs::add(const std::filesystem::path& named) {
   require_writable_location(named);
-  std::error_code error;
-  std::filesystem::path file = named;
-  if (std::filesystem::is_symlink(named, error)) {
-    const std::filesystem::path target = std::filesystem::weakly_canonical(named, error);
-    if (error) throw std::invalid_argument(named.string() + ": cannot follow the link: " + error.message());
-    file = target;
-  }
+  const std::filesystem::path file = write_target(named);  // a link is written through
+  if (file != named) require_writable_location(file);
+  // One file under two spellings (a link and its target, x.npy and ./x.npy) is named twice:
+  // both would share one temporary and the second rename would fail after the first.
+  const auto same_file = [](const std::filesystem::path& a, const std::filesystem::path& b) {
+    std::error_code error_a, error_b;
+    const std::filesystem::path ca = std::filesystem::weakly_canonical(a, error_a);
+    const std::filesystem::path cb = std::filesystem::weakly_canonical(b, error_b);
+    return error_a || error_b ? a == b : ca == cb;
+  };
   for (const Entry& e : entries_)
-    if (e.final_name == file) throw std::invalid_argument(file.string() + ": named twice as an output");
+    if (same_file(e.final_name, file)) throw std::invalid_argument(named.string() + ": named twice as an output");
   const std::filesystem::path temporary = file.string() + ".tmp-" + std::to_string(::getpid());
   register_temporary_file(temporary);
   entries_.push_back({file, temporary});

@@ -40,12 +40,16 @@ const char* block_scaled_kind_name(BlockScaledKind kind) {
 BlockScaledMma block_scaled_mma_for(const QuantizedTensor& a, const QuantizedTensor& b) {
   const auto operand_class = [](const char* name, const QuantizedTensor& q) {
     const ScaleClass c = scale_class(q.config.scale_rule);
-    if (c == ScaleClass::none)
+    if (c == ScaleClass::none) {
+      // The CUDA-core route (the promoted GEMMs) takes the FP8 formats only: offered to them alone.
+      const std::string cuda_cores = q.config.format.is_fp8() ? " (FP32 scales run on the CUDA cores: --accum "
+                                                                "bits:25,depth:32,round:rz with a promotion interval)"
+                                                              : "";
       throw std::invalid_argument(std::string("--accum b200: ") + name + "'s scale rule " +
                                   scale_rule_name(q.config.scale_rule) +
                                   " gives FP32 scales; the block-scaled MMA takes UE8M0 scales (pow2, te-pow2, mx, "
-                                  "mx:ceil, mx:even, mx:rceil) or nvfp4's E4M3 ones (FP32 scales run on the CUDA cores: "
-                                  "--accum bits:25,depth:32,round:rz with a promotion interval)");
+                                  "mx:ceil, mx:even, mx:rceil) or nvfp4's E4M3 ones" + cuda_cores);
+    }
     return c;
   };
   const ScaleClass ca = operand_class("A", a), cb = operand_class("B", b);

@@ -146,10 +146,12 @@ FP8LAB_HD constexpr TileScale te_scale(float amax, float format_max, bool mask_t
 // The E8M0 byte of an MX block scale X = 2^(byte - 127).
 // Zero amax -> byte 0 (X = 2^-127), as torchao (exponent field 0 gives -127 - emax_elem, clamped),
 // microxcaling (FP32_MIN_NORMAL added to a zero amax, then clamped) and TE (0 -> 0x00).
-// NaN or inf amax -> 0xFF (NaN scale), as torchao for all four modes (its E8M0 cast maps every
-// non-finite amax to 0xFF) and microxcaling (log2 inf = inf exponent above 127 -> NaN).
-// TE's MXFP8 (cvt.rp.satfinite.ue8m0x2) instead saturates an inf block to 0xFE (elements +-448):
-// not followed. Exponents are clamped to [-127, 127] (torchao clamps to [-127, 128], 128 only
+// NaN amax -> 0xFF (NaN scale), as torchao for all four modes. An inf amax -> 0xFF too, as
+// microxcaling (log2 inf = inf exponent above 127 -> NaN): fp8lab's choice, so that an
+// overflowed block stays visible. torchao 0.18 gives an inf block byte 247 (E4M3; the exponent
+// field's clamp) under FLOOR, CEIL and EVEN and 0xFE under RCEIL, as TE's MXFP8
+// (cvt.rp.satfinite.ue8m0x2) does, its elements then +-448. The CLI refuses inf input, so only
+// the engine's overflowed gradients reach this. Exponents are clamped to [-127, 127] (torchao clamps to [-127, 128], 128 only
 // reachable by non-finite amax, which is handled first); no finite amax reaches 127 (at most
 // 128 - emax_elem).
 //  floor  2^(floor(log2 amax) - emax_elem): OCP MX v1.0 sec. 6.3; torchao FLOOR (exponent field
@@ -157,8 +159,12 @@ FP8LAB_HD constexpr TileScale te_scale(float amax, float format_max, bool mask_t
 //  ceil   floor + 1 when amax is not a power of two (torchao CEIL).
 //  even   torchao EVEN: amax's significand rounded to the element's mantissa width by adding
 //         half an ULP of that width to the bit pattern (ties away from zero), then floor.
-//  rceil  torchao RCEIL (_f32_to_e8m0_rceil) = TE MXFP8: d = fl32(amax * fl32(1 / fmt_max)),
-//         rounded up to a power of two (a subnormal d rounds up only when > 2^-127).
+//  rceil  TE MXFP8 (cvt.rp.satfinite.ue8m0x2) = torchao RCEIL on Blackwell (_to_mx_rceil's
+//         inline PTX): d = fl32(amax * fl32(1 / fmt_max)), rounded up to a power of two (a
+//         subnormal d rounds up only when > 2^-127). torchao's eager fallback computes
+//         ceil(log2(amax / fmt_max)) with an FP32 log2 that rounds a d just above 2^k down to k:
+//         one byte lower than cvt.rp for such blocks (tests/peers/block_scaled_quantizers_test.py
+//         counts them apart; none in random data).
 FP8LAB_HD constexpr std::uint8_t mx_scale_code(float amax, ScaleFromAmax mode, ElementTraits f) {
   const std::uint32_t bits = float_bits(amax) & 0x7FFFFFFFu;
   if (bits >= 0x7F800000u) return kUe8m0Nan;
@@ -213,7 +219,9 @@ FP8LAB_HD constexpr TileScale nvfp4_te_scale(float amax, ElementTraits f, Tensor
 // divided by fl32(per_tensor_scale * s_b), which rounds some ties the other way).
 FP8LAB_HD constexpr TileScale nvfp4_torchao_scale(float amax, ElementTraits f, TensorScale t) {
   const float block_scale = amax / f.max_finite;
-  float s = block_scale / t.decode;
+  // fp8lab's choice: an all-zero block under a per-tensor scale of 0 (see tensor_scale) gets
+  // s = 0, so the clamp gives 2^-6, where torchao's 0 / 0 gives a NaN block scale.
+  float s = block_scale == 0.0f ? 0.0f : block_scale / t.decode;
   s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
   const float s_b = decode<E4M3>(encode_e4m3_satfinite(s));
   return {s_b, t.encode / s_b};
@@ -242,11 +250,13 @@ FP8LAB_HD constexpr FourOverSixCandidates nvfp4_4over6_candidates(float amax, El
 //   gives FLT_MAX (fminf drops the NaN), as TE. nvfp4:4over6 the same with 256 * 6 (TE's 4over6
 //   default E4M3 bound 256, leaving the map-to-4 scale its 1.5x of headroom).
 // nvfp4:torchao (per_tensor_amax_to_scale): per_tensor_scale = fl32(amax / (448 * 6)); the encode
-//   factor is fl32(1 / per_tensor_scale). fp8lab's choices where torchao gives NaN: an all-zero
-//   tensor gets 1 (torchao divides by 0); per_tensor_scale is kept >= 2^-121, so that the
-//   element factor fl32(2^121 / s_b) <= 2^127 stays finite for every s_b >= 2^-6 (below it
-//   torchao's factor can overflow and a zero element gives 0 * inf = NaN). Only tensors whose
-//   amax is below 2688 * 2^-121 (about 1.0e-33) are affected.
+//   factor is fl32(1 / per_tensor_scale). fp8lab's choice: an all-zero tensor gets 1 (torchao
+//   divides by 0 and gets NaN everywhere). A tensor with amax below about 2688 * 2^-122 (5e-34)
+//   is quantized as torchao does, factors that overflow to inf included: its nonzero elements
+//   saturate to +-6; its zero elements give 0 * inf = NaN, which fp8lab's E2M1 encodes as -0
+//   (float_formats.hpp) where torchao's cast gives +-1.5; and an amax below 2688 * 2^-150
+//   makes the per-tensor scale 0 (every block decodes to 0, as in torchao; nvfp4_torchao_scale
+//   keeps its all-zero blocks' scales finite).
 FP8LAB_HD constexpr TensorScale tensor_scale(float tensor_amax, ScaleRule rule, ElementTraits f) {
   const ScaleFromAmax from = scale_rule_math(rule).scale_from;
   // E4M3 block-scale bound x element max: 2688 for E2M1 (1536 under 4over6)
@@ -257,9 +267,7 @@ FP8LAB_HD constexpr TensorScale tensor_scale(float tensor_amax, ScaleRule rule, 
     return {s_enc, 1.0f / s_enc};
   }
   if (from == ScaleFromAmax::nvfp4_torchao) {
-    constexpr float kMinPerTensorScale = 0x1p-121f;
-    float per_tensor = tensor_amax == 0.0f ? 1.0f : tensor_amax / levels;
-    if (per_tensor < kMinPerTensorScale) per_tensor = kMinPerTensorScale;  // a NaN passes
+    const float per_tensor = tensor_amax == 0.0f ? 1.0f : tensor_amax / levels;
     return {1.0f / per_tensor, per_tensor};
   }
   return {};

@@ -74,7 +74,8 @@ TileScaleRef nvfp4_te_rule(double amax, const FormatDefinition& f, const TensorS
 
 TileScaleRef nvfp4_torchao_rule(double amax, const FormatDefinition& f, const TensorScaleRef& t) {
   const double block_scale = fl32(amax / f.max_finite);
-  double s = fl32(block_scale / t.decode);
+  // A zero block takes the lower clamp even when the per-tensor scale is 0 (fp8lab's choice; 0 / 0)
+  double s = block_scale == 0.0 ? 0.0 : fl32(block_scale / t.decode);
   if (s < std::ldexp(1.0, -6)) s = std::ldexp(1.0, -6);  // torch.clamp(min=2^-6, max=448): NaN stays
   if (s > 448.0) s = 448.0;
   const double s_b = round_e4m3(s);
@@ -149,9 +150,7 @@ TensorScaleRef tensor_scale_ref(double tensor_amax, ScaleRuleRef rule, const For
     return {s_enc, fl32(1.0 / s_enc)};
   }
   if (rule == ScaleRuleRef::nvfp4_torchao) {
-    // fp8lab's floor 2^-121 keeps fl32(1 / per_tensor) / 2^-6 (the smallest block scale) finite.
-    double per_tensor = tensor_amax == 0.0 ? 1.0 : fl32(tensor_amax / levels);
-    if (per_tensor < std::ldexp(1.0, -121)) per_tensor = std::ldexp(1.0, -121);
+    const double per_tensor = tensor_amax == 0.0 ? 1.0 : fl32(tensor_amax / levels);
     return {fl32(1.0 / per_tensor), per_tensor};
   }
   return {};

@@ -28,8 +28,21 @@ std::vector<std::byte> read_file_bytes(const std::filesystem::path& file) {
   return bytes;
 }
 
-void write_file_atomically(const std::filesystem::path& file, std::string_view header, const std::byte* data,
+std::filesystem::path write_target(const std::filesystem::path& path) {
+  std::filesystem::path target = path;
+  for (int links = 0; links <= 32; ++links) {
+    std::error_code error;
+    if (!std::filesystem::is_symlink(target, error)) return target;
+    const std::filesystem::path next = std::filesystem::read_symlink(target, error);
+    if (error) throw TensorFileError(path, "cannot follow the link: " + error.message());
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  throw TensorFileError(path, "cannot follow the link: more than 32 links (a loop?)");
+}
+
+void write_file_atomically(const std::filesystem::path& named, std::string_view header, const std::byte* data,
                            std::size_t size) {
+  const std::filesystem::path file = write_target(named);
   const std::filesystem::path temporary = file.string() + ".tmp-" + std::to_string(::getpid());
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);

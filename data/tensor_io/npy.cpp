@@ -82,7 +82,8 @@ DType npy_descr_dtype(std::string_view descr, const std::filesystem::path& file)
   for (const DescrEntry& e : kDescrs)
     if (e.descr == descr) return e.dtype;
   throw TensorFileError(file, "unsupported dtype '" + std::string(descr) +
-                                  "' (supported: <f4 <f8 <f2 |u1 <u2 <i4 and [('bf16', '<u2')])");
+                                  "' (values: <f4 <f8 <f2 and [('bf16', '<u2')]; integer arrays, read but never "
+                                  "quantized: |u1 <u2 <i4)");
 }
 
 Tensor read_npy(const std::filesystem::path& file) { return parse_npy(read_file_bytes(file), file); }

@@ -109,8 +109,11 @@ int run_gemm(const GemmOptionsCli& o) {
     std::printf("%s\n", with_scheme.dump(2).c_str());
     return 0;
   }
-  const std::string promotion = config.promotion.never ? "never (one partial over K = " + std::to_string(plan.padded_k) + ")"
-                                                       : "every " + std::to_string(plan.interval);
+  // K is padded with zeros to whole instructions; say so where the padded K is not K.
+  const std::string padded = plan.padded_k == a.cols ? "K = " + std::to_string(plan.padded_k)
+                                                     : "K padded to " + std::to_string(plan.padded_k);
+  const std::string promotion =
+      config.promotion.never ? "never (one partial over " + padded + ")" : "every " + std::to_string(plan.interval);
   // One format, or the mix as "A x B" (e.g. e5m2 x e4m3).
   const std::string formats = job.format() == job.b_format()
                                   ? std::string(format_name(job.format()))
@@ -144,8 +147,8 @@ Command add_gemm_command(CLI::App& app) {
   auto o = std::make_shared<GemmOptionsCli>();
   sub->add_option("--a", o->a, "A: M x K tensor file (activations, K-major)")->required();
   sub->add_option("--b", o->b, "B: N x K tensor file (weights as nn.Linear stores them)")->required();
-  sub->add_option("--a-name", o->a_name, "Tensor name of A inside a .safetensors file");
-  sub->add_option("--b-name", o->b_name, "Tensor name of B inside a .safetensors file");
+  sub->add_option("--a-name", o->a_name, "Tensor name of A inside a .safetensors file")->check(non_empty());
+  sub->add_option("--b-name", o->b_name, "Tensor name of B inside a .safetensors file")->check(non_empty());
   CLI::Option* ga = sub->add_option("--a-granularity", o->request.a_granularity, "A's scales: tile:1xT | row | tensor (| block:BxB)")->capture_default_str();
   CLI::Option* gb = sub->add_option("--b-granularity", o->request.b_granularity, "B's scales: block:BxB | row | tensor (| tile:1xT)")->capture_default_str();
   CLI::Option* format = sub->add_option("--format", o->request.format,
@@ -154,7 +157,8 @@ Command add_gemm_command(CLI::App& app) {
                             ->capture_default_str();
   CLI::Option* b_format = sub->add_option("--b-format", o->request.b_format,
                   "Format of B when it differs from A's (a mix, e.g. --format e5m2 --b-format e4m3 as a "
-                  "gradient times a weight); default: --format");
+                  "gradient times a weight); default: --format")
+                                  ->check(non_empty());
   CLI::Option* scale = sub->add_option("--scale", o->request.scale, "Scale rule (" + scale_rule_names() + ")")->capture_default_str();
   sub->add_option("--scheme", o->request.scheme,
                   "Format, scales and rule in one word (" + scheme_names() +

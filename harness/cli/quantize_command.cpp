@@ -37,7 +37,7 @@ struct GranularityResult {
   QuantizedTensor quantized;
   std::vector<float> dequantized;
   ErrorMetrics metrics;
-  std::int64_t zeroed = 0;  // nonzero inputs whose code is +-0 (underflow)
+  std::int64_t zeroed = 0;  // nonzero inputs dequantized to +-0 (underflow)
 };
 
 GranularityResult run_one(const QuantizeJob& job, const std::string& tensor, const std::vector<float>& x,
@@ -58,12 +58,10 @@ GranularityResult run_one(const QuantizeJob& job, const std::string& tensor, con
                                   " (its code times its scale exceeds 3.4e38); nothing written");
     }
   r.metrics = error_metrics(std::span<const float>(r.dequantized), std::span<const float>(x), rel_floor);
-  // A code is +-0 when its bits below the sign bit (bit 7, 5 or 3 by format) are all zero.
-  const std::uint8_t magnitude_mask = with_element_codec(job.format(), [](auto codec) {
-    return static_cast<std::uint8_t>(FormatLayout<decltype(codec)>::magnitude_mask);
-  });
+  // Underflow as the user sees it: a nonzero input that comes back as 0. (Its code is +-0, or
+  // its block's scale is 0: nvfp4:torchao on a tensor whose amax / 2688 underflows.)
   for (std::size_t i = 0; i < x.size(); ++i)
-    if (x[i] != 0.0f && (r.quantized.codes[i] & magnitude_mask) == 0) ++r.zeroed;
+    if (x[i] != 0.0f && r.dequantized[i] == 0.0f) ++r.zeroed;
   return r;
 }
 
@@ -106,7 +104,12 @@ int run_quantize(const QuantizeOptions& options) {
     throw std::invalid_argument("--rel-floor: " + std::to_string(*o.rel_floor) + " is not a finite number >= 0");
   if (o.seed) o.request.seed = parse_seed(*o.seed);
   std::vector<Granularity> granularities;
-  for (const std::string& g : o.granularities) granularities.push_back(Granularity::parse(g));
+  for (const std::string& g : o.granularities) {
+    granularities.push_back(Granularity::parse(g));
+    for (std::size_t i = 0; i + 1 < granularities.size(); ++i)
+      if (granularities[i].to_string() == granularities.back().to_string())
+        throw std::invalid_argument("--granularity: " + granularities.back().to_string() + " is given twice");
+  }
   const bool writes_files =
       !o.codes_out.empty() || !o.scales_out.empty() || !o.dequant_out.empty() || !o.global_scale_out.empty();
   if (writes_files && granularities.size() != 1)

@@ -145,32 +145,60 @@ case_output_targets() {
   : >"$work/target.npy"
   ln -s target.npy "$work/out-link.npy"
   expect_exit 0 "$fp8lab" quantize "$work/a.npy" --scheme mxfp8 --dequant "$work/out-link.npy"
-  [[ -L $work/out-link.npy && -s $work/target.npy ]] || fail "an output link was not written through"
+  [[ -L $work/out-link.npy && -s $work/target.npy ]] || fail "quantize replaced an output link"
+  : >"$work/target.npy"
+  expect_exit 0 "$fp8lab" gemm --a "$work/a.npy" --b "$work/a.npy" --out "$work/out-link.npy"
+  [[ -L $work/out-link.npy && -s $work/target.npy ]] || fail "gemm replaced an output link"
+  ln -s dangling-target.npy "$work/dangling.npy"
+  expect_exit 0 "$fp8lab" synth --rows 4 --cols 4 -o "$work/dangling.npy"
+  [[ -L $work/dangling.npy && -s $work/dangling-target.npy ]] || fail "synth did not create a dangling link's target"
+  # a link and its target named as two outputs are one file named twice, refused before writing
+  cp "$work/target.npy" "$work/target.before"
+  expect_one_line_error "named twice as an output" "$fp8lab" quantize "$work/a.npy" --scheme mxfp8 \
+    --codes "$work/out-link.npy" --dequant "$work/target.npy"
+  cmp -s "$work/target.npy" "$work/target.before" || fail "a refused quantize changed an output"
   for option in --scheme --operand --dequant; do
     expect_one_line_error "$option: must not be empty" "$fp8lab" quantize "$work/a.npy" --granularity row "$option" ""
   done
+  expect_one_line_error "--granularity: tile:1x32 is given twice" "$fp8lab" quantize "$work/a.npy" --granularity tile:1x32,row,tile:1x32
   expect_one_line_error "--accum: must not be empty" "$fp8lab" gemm --a "$work/a.npy" --b "$work/a.npy" --accum ""
   for floor in nan inf -1; do
     expect_one_line_error "--rel-floor: " "$fp8lab" quantize "$work/a.npy" --granularity row --rel-floor "$floor"
   done
-  keep="a\.npy|a\.orig\.npy|fifo|link\.npy|target\.npy|out-link\.npy"; no_new_files
+  keep="a\.npy|a\.orig\.npy|fifo|link\.npy|target\.npy|target\.before|out-link\.npy|dangling\.npy"
+  keep+="|dangling-target\.npy"; no_new_files
+}
+
+# A refusal's hint must work when followed: no CUDA-core route offered to an FP4 operand, and a
+# default promotion interval that cannot serve the scheme's tiles named as the option to set.
+case_gemm_hints() {
+  expect_exit 0 "$fp8lab" synth --rows 64 --cols 128 -o "$work/a.npy"
+  expect_one_line_error "A's scale rule te gives FP32 scales" "$fp8lab" gemm --a "$work/a.npy" --b "$work/a.npy" \
+    --format e2m1 --a-granularity tile:1x32 --b-granularity tile:1x32 --scale te --accum b200
+  ! grep -qF "bits:25" "$work/err" || fail "an FP4 operand was offered the FP8-only CUDA-core route: $(cat "$work/err")"
+  expect_one_line_error "(--promotion, promotion =; default 128) to a divisor of 32" \
+    "$fp8lab" gemm --a "$work/a.npy" --b "$work/a.npy" --scheme mxfp8 --accum hopper
+  expect_exit 0 "$fp8lab" gemm --a "$work/a.npy" --b "$work/a.npy" --scheme mxfp8 --accum hopper --promotion 32
 }
 
 # A dequantized value past FP32's range (mx:rceil rounds the scale of a block near FLT_MAX up:
 # code 256 x 2^120 = 2^128) is refused, as gemm refuses such a C; a tensor too small for
-# torchao's per-tensor scale (amax / 2688 underflows) quantizes to finite zeros, not NaN.
+# torchao's per-tensor scale (amax / 2688 underflows to 0) quantizes to zeros with finite
+# scales, its all-zero block included (torchao: 0 / 0 = NaN there).
 case_quantize_range_edges() {
-  "$py" -c "import numpy as np; np.save('$work/huge.npy', np.full((4, 32), 3.4e38, np.float32)); np.save('$work/tiny.npy', np.full((4, 32), 1e-42, np.float32))"
+  "$py" -c "import numpy as np; np.save('$work/huge.npy', np.full((4, 32), 3.4e38, np.float32)); t = np.full((4, 32), 1e-42, np.float32); t[0, :16] = 0; np.save('$work/tiny.npy', t)"
   expect_one_line_error "huge.npy: element (0, 0) = 3.39999995e+38 dequantizes past FP32's range" \
     "$fp8lab" quantize "$work/huge.npy" --scheme mxfp8 --dequant "$work/d.npy"
   [[ ! -e $work/d.npy ]] || fail "a refused quantize wrote --dequant"
   expect_exit 0 "$fp8lab" quantize "$work/tiny.npy" --format e2m1 --granularity tile:1x16 --scale nvfp4:torchao --json \
-    --dequant "$work/d.npy"
-  "$py" - "$work/out" "$work/d.npy" <<'PY' || fail "nvfp4:torchao on a 1e-42 tensor: $(cat "$work/out")"
+    --dequant "$work/d.npy" --scales "$work/s.npy"
+  "$py" - "$work/out" "$work/d.npy" "$work/s.npy" <<'PY' || fail "nvfp4:torchao on a 1e-42 tensor: $(cat "$work/out")"
 import json, sys, numpy as np
 result = json.load(open(sys.argv[1]))["results"][0]
-assert result["zeroed"] == 128, result
+assert result["zeroed"] == 112, result  # every nonzero element: the per-tensor scale is 0
 assert np.all(np.load(sys.argv[2]) == 0), "dequantized values are not all zero"
+scales = np.load(sys.argv[3])
+assert np.all(np.isfinite(scales)) and scales[0, 0] == 2.0**-6, scales  # the all-zero block: not 0 / 0
 PY
 }
 
