@@ -24,6 +24,29 @@ void require_writable_location(const std::filesystem::path& file) {
   if (std::filesystem::exists(existing) && !std::filesystem::is_regular_file(existing))
     throw std::invalid_argument(file.string() +
                                 ": is not a regular file (a device, FIFO or socket); give a file name to write");
+  // A link is written through (write_target): its target must be writable too, checked now.
+  const std::filesystem::path target = write_target(file);
+  if (target != file) require_writable_location(target);
+}
+
+bool same_output_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  // absolute() first: weakly_canonical leaves a relative path none of which exists as it is,
+  // so x.npy and ./x.npy would differ while neither file exists yet.
+  const auto key = [](const std::filesystem::path& p) {
+    std::error_code error;
+    const std::filesystem::path full = std::filesystem::absolute(write_target(p));
+    const std::filesystem::path resolved = std::filesystem::weakly_canonical(full, error);
+    return error ? full.lexically_normal() : resolved;
+  };
+  return key(a) == key(b);
+}
+
+void require_distinct_outputs(const std::vector<std::filesystem::path>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (same_output_file(outputs[j], outputs[i]))
+        throw std::invalid_argument(outputs[i].string() + ": named twice as an output (also as " +
+                                    outputs[j].string() + ")");
 }
 
 void require_not_input(const std::filesystem::path& output, const std::filesystem::path& input) {
@@ -44,17 +67,11 @@ PendingOutputs::~PendingOutputs() {
 std::filesystem::path PendingOutputs::add(const std::filesystem::path& named) {
   require_writable_location(named);
   const std::filesystem::path file = write_target(named);  // a link is written through
-  if (file != named) require_writable_location(file);
   // One file under two spellings (a link and its target, x.npy and ./x.npy) is named twice:
   // both would share one temporary and the second rename would fail after the first.
-  const auto same_file = [](const std::filesystem::path& a, const std::filesystem::path& b) {
-    std::error_code error_a, error_b;
-    const std::filesystem::path ca = std::filesystem::weakly_canonical(a, error_a);
-    const std::filesystem::path cb = std::filesystem::weakly_canonical(b, error_b);
-    return error_a || error_b ? a == b : ca == cb;
-  };
   for (const Entry& e : entries_)
-    if (same_file(e.final_name, file)) throw std::invalid_argument(named.string() + ": named twice as an output");
+    if (same_output_file(e.final_name, file))
+      throw std::invalid_argument(named.string() + ": named twice as an output");
   const std::filesystem::path temporary = file.string() + ".tmp-" + std::to_string(::getpid());
   register_temporary_file(temporary);
   entries_.push_back({file, temporary});

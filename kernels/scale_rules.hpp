@@ -220,8 +220,9 @@ FP8LAB_HD constexpr TileScale nvfp4_te_scale(float amax, ElementTraits f, Tensor
 FP8LAB_HD constexpr TileScale nvfp4_torchao_scale(float amax, ElementTraits f, TensorScale t) {
   const float block_scale = amax / f.max_finite;
   // fp8lab's choice: an all-zero block under a per-tensor scale of 0 (see tensor_scale) gets
-  // s = 0, so the clamp gives 2^-6, where torchao's 0 / 0 gives a NaN block scale.
-  float s = block_scale == 0.0f ? 0.0f : block_scale / t.decode;
+  // s = 0, so the clamp gives 2^-6, where torchao's 0 / 0 gives a NaN block scale. (For any
+  // other per-tensor scale, NaN included, this is torchao's own quotient.)
+  float s = block_scale == 0.0f && t.decode == 0.0f ? 0.0f : block_scale / t.decode;
   s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
   const float s_b = decode<E4M3>(encode_e4m3_satfinite(s));
   return {s_b, t.encode / s_b};
@@ -250,13 +251,14 @@ FP8LAB_HD constexpr FourOverSixCandidates nvfp4_4over6_candidates(float amax, El
 //   gives FLT_MAX (fminf drops the NaN), as TE. nvfp4:4over6 the same with 256 * 6 (TE's 4over6
 //   default E4M3 bound 256, leaving the map-to-4 scale its 1.5x of headroom).
 // nvfp4:torchao (per_tensor_amax_to_scale): per_tensor_scale = fl32(amax / (448 * 6)); the encode
-//   factor is fl32(1 / per_tensor_scale). fp8lab's choice: an all-zero tensor gets 1 (torchao
-//   divides by 0 and gets NaN everywhere). A tensor with amax below about 2688 * 2^-122 (5e-34)
-//   is quantized as torchao does, factors that overflow to inf included: its nonzero elements
-//   saturate to +-6; its zero elements give 0 * inf = NaN, which fp8lab's E2M1 encodes as -0
-//   (float_formats.hpp) where torchao's cast gives +-1.5; and an amax below 2688 * 2^-150
-//   makes the per-tensor scale 0 (every block decodes to 0, as in torchao; nvfp4_torchao_scale
-//   keeps its all-zero blocks' scales finite).
+//   factor is fl32(1 / per_tensor_scale). fp8lab's choice: an all-zero tensor gets 1 (torchao's
+//   is 0, and its 1 / 0 makes every code NaN-derived). A tensor with amax below about
+//   2688 * 2^-122 (5e-34) is quantized as torchao does, factors that overflow to inf included:
+//   in a block whose factor overflows, nonzero elements saturate to +-6 and zero elements give
+//   0 * inf = NaN, which fp8lab's E2M1 encodes as -0 (float_formats.hpp) where torchao's cast
+//   gives a nonzero code (-1.5 or -2); an amax below 2688 * 2^-150 makes the per-tensor scale
+//   0 (every block decodes to 0, as in torchao; nvfp4_torchao_scale keeps the all-zero blocks'
+//   scales finite).
 FP8LAB_HD constexpr TensorScale tensor_scale(float tensor_amax, ScaleRule rule, ElementTraits f) {
   const ScaleFromAmax from = scale_rule_math(rule).scale_from;
   // E4M3 block-scale bound x element max: 2688 for E2M1 (1536 under 4over6)

@@ -75,7 +75,7 @@ TileScaleRef nvfp4_te_rule(double amax, const FormatDefinition& f, const TensorS
 TileScaleRef nvfp4_torchao_rule(double amax, const FormatDefinition& f, const TensorScaleRef& t) {
   const double block_scale = fl32(amax / f.max_finite);
   // A zero block takes the lower clamp even when the per-tensor scale is 0 (fp8lab's choice; 0 / 0)
-  double s = block_scale == 0.0 ? 0.0 : fl32(block_scale / t.decode);
+  double s = block_scale == 0.0 && t.decode == 0.0 ? 0.0 : fl32(block_scale / t.decode);
   if (s < std::ldexp(1.0, -6)) s = std::ldexp(1.0, -6);  // torch.clamp(min=2^-6, max=448): NaN stays
   if (s > 448.0) s = 448.0;
   const double s_b = round_e4m3(s);

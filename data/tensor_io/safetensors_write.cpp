@@ -7,6 +7,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "data/tensor_io/file_bytes.hpp"
+
 namespace fp8lab {
 
 void write_safetensors(const std::filesystem::path& file, const std::vector<SafetensorsEntry>& tensors,
@@ -31,9 +33,10 @@ void write_safetensors(const std::filesystem::path& file, const std::vector<Safe
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the format pads the header with spaces to 8 bytes
   std::error_code error;
-  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), error);
+  const std::filesystem::path target = write_target(file);  // a link is written through
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), error);
   if (error) fail("cannot create its folder: " + error.message());
-  const std::filesystem::path temporary = file.string() + ".tmp";
+  const std::filesystem::path temporary = target.string() + ".tmp";
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     if (!out) fail("cannot create " + temporary.string() + ": " + std::strerror(errno));
@@ -45,7 +48,7 @@ void write_safetensors(const std::filesystem::path& file, const std::vector<Safe
     out.flush();
     if (!out) fail("cannot write " + temporary.string() + ": " + std::strerror(errno));
   }
-  std::filesystem::rename(temporary, file, error);
+  std::filesystem::rename(temporary, target, error);
   if (error) fail("cannot rename " + temporary.string() + " over it: " + error.message());
 }
 

@@ -2,10 +2,12 @@
 // the round trip (quantize, dequantize) did to it.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <vector>
 
 #include "data/tensor_io/npy.hpp"
 #include "harness/cli/commands.hpp"
@@ -119,11 +121,14 @@ int run_quantize(const QuantizeOptions& options) {
     throw std::invalid_argument(std::string("--global-scale: scale rule ") + scale_rule_name(job.scale_rule()) +
                                 " has no per-tensor scale (only nvfp4, nvfp4:torchao and nvfp4:4over6 do)");
   const Backend& backend = job.backend();
+  std::vector<std::filesystem::path> outputs;
   for (const std::string* out : {&o.codes_out, &o.scales_out, &o.dequant_out, &o.global_scale_out})
     if (!out->empty()) {  // refused before any work
       require_writable_location(*out);
       require_not_input(*out, o.tensor);
+      outputs.emplace_back(*out);
     }
+  require_distinct_outputs(outputs);
 
   const MatrixOperand operand = load_matrix_operand(o.tensor, o.name);
   const std::int64_t rows = operand.rows, cols = operand.cols;

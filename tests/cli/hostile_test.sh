@@ -157,6 +157,10 @@ case_output_targets() {
   expect_one_line_error "named twice as an output" "$fp8lab" quantize "$work/a.npy" --scheme mxfp8 \
     --codes "$work/out-link.npy" --dequant "$work/target.npy"
   cmp -s "$work/target.npy" "$work/target.before" || fail "a refused quantize changed an output"
+  # ... and so are two spellings of a file that does not exist yet, refused before any work
+  (cd "$work" && expect_one_line_error "named twice as an output" "$fp8lab" quantize a.npy --scheme mxfp8 \
+    --codes new.npy --dequant ./new.npy)
+  [[ ! -e $work/new.npy ]] || fail "a refused quantize wrote new.npy"
   for option in --scheme --operand --dequant; do
     expect_one_line_error "$option: must not be empty" "$fp8lab" quantize "$work/a.npy" --granularity row "$option" ""
   done

@@ -14,7 +14,10 @@ two documented places (kernels/scale_rules.hpp), counted apart and required to b
                  on exactly the blocks where that log2 is an integer k and d > 2^k
   nvfp4:torchao  where torchao computes 0 * inf or 0 / 0 (a zero element under a factor that
                  overflowed, an all-zero block under a per-tensor scale of 0), fp8lab gives the
-                 code -0 (its E2M1 NaN rule; torchao's cast gives +-1.5) and the block scale 2^-6
+                 code -0 (its E2M1 NaN rule; torchao's cast gives -1.5 or -2) and the block scale
+                 2^-6
+(An all-zero tensor, where fp8lab's per-tensor scale is 1 and torchao's 0, lies outside these
+inputs: every code is 0 under fp8lab's choice, NaN-derived under torchao's.)
 """
 import pathlib
 import tempfile
@@ -128,8 +131,16 @@ def documented_differences(x, rule, fmt, ours, theirs):
     if rule == "mx:rceil":
         d = torch.from_numpy(np.abs(blocks).max(axis=2).astype(np.float32)) / grid_values(FORMATS[fmt][1])[-1]
         log2 = torch.log2(d)
-        corner = ((log2 == torch.round(log2)) & (d > torch.exp2(log2))).numpy()
-        return np.repeat(corner, 32, axis=1), corner, np.all(ours[1][corner] == 2 * theirs[1][corner])
+        # at or below 2^-128 both sides give byte 0 (torchao's clamp; cvt.rp rounds a subnormal
+        # up only above 2^-127), so no difference there
+        corner = ((log2 == torch.round(log2)) & (d > torch.exp2(log2)) & (log2 >= -127)).numpy()
+        elements = np.repeat(corner, 32, axis=1)
+        # fp8lab's side, from torchao too: in a corner block the cvt.rp byte, ceil(log2 d), is
+        # torchao CEIL's ceil(log2 amax) - emax_elem (amax = fmt_max 2^k (1 + e), fmt_max not a
+        # power of two), so fp8lab's codes there must be torchao CEIL's
+        ceil_codes = torchao_mx(x, fmt, ScaleCalculationMode.CEIL)[0]
+        return elements, corner, (np.all(ours[1][corner] == 2 * theirs[1][corner])
+                                  and np.all(ours[0][elements] == ceil_codes[elements]))
     if rule == "nvfp4:torchao":
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             factor = (np.float32(1) / np.float32(theirs[2])) / theirs[1]   # torchao's, in FP32
