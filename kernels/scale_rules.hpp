@@ -151,9 +151,9 @@ FP8LAB_HD constexpr TileScale te_scale(float amax, float format_max, bool mask_t
 // overflowed block stays visible. torchao 0.18 gives an inf block byte 247 (E4M3; the exponent
 // field's clamp) under FLOOR, CEIL and EVEN and 0xFE under RCEIL, as TE's MXFP8
 // (cvt.rp.satfinite.ue8m0x2) does, its elements then +-448. The CLI refuses inf input, so only
-// the engine's overflowed gradients reach this. Exponents are clamped to [-127, 127] (torchao clamps to [-127, 128], 128 only
-// reachable by non-finite amax, which is handled first); no finite amax reaches 127 (at most
-// 128 - emax_elem).
+// the engine's overflowed gradients reach this. Exponents are clamped to [-127, 127] (torchao
+// clamps to [-127, 128], 128 only reachable by non-finite amax, which is handled first); no
+// finite amax reaches 127 (at most 128 - emax_elem).
 //  floor  2^(floor(log2 amax) - emax_elem): OCP MX v1.0 sec. 6.3; torchao FLOOR (exponent field
 //         of amax). microxcaling's fp32 log2 can round up just below 2^k: not followed.
 //  ceil   floor + 1 when amax is not a power of two (torchao CEIL).

@@ -163,7 +163,8 @@ Command add_gemm_command(CLI::App& app) {
   sub->add_option("--scheme", o->request.scheme,
                   "Format, scales and rule in one word (" + scheme_names() +
                   "): A takes the scheme's activation tiles, B its weight tiles; accum defaults to b200 for mxfp8, mxfp4, "
-                  "nvfp4")->check(non_empty())
+                  "nvfp4")
+      ->check(non_empty())
       ->excludes(ga)
       ->excludes(gb)
       ->excludes(format)
@@ -181,7 +182,8 @@ Command add_gemm_command(CLI::App& app) {
                 "quantization error)");
   sub->add_option("--promotion", o->request.promotion,
                   "Promote the partial to FP32 every N elements of K (a multiple of the depth that divides the scale "
-                  "tile along K) or never. Default: 128, never under b200")->check(non_empty());
+                  "tile along K) or never. Default: 128, never under b200")
+      ->check(non_empty());
   sub->add_option("--output", o->request.output, "Output type: fp32 or bf16 (RNE)")->capture_default_str();
   sub->add_option("--out", o->out, "Write C (float32; the sampled rows x columns when sampling) to this .npy")
       ->check(non_empty());

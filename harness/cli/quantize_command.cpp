@@ -1,5 +1,6 @@
 // fp8lab quantize: quantize one 2-D tensor with one or more granularities and report what
 // the round trip (quantize, dequantize) did to it.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -106,11 +107,11 @@ int run_quantize(const QuantizeOptions& options) {
     throw std::invalid_argument("--rel-floor: " + std::to_string(*o.rel_floor) + " is not a finite number >= 0");
   if (o.seed) o.request.seed = parse_seed(*o.seed);
   std::vector<Granularity> granularities;
-  for (const std::string& g : o.granularities) {
-    granularities.push_back(Granularity::parse(g));
-    for (std::size_t i = 0; i + 1 < granularities.size(); ++i)
-      if (granularities[i].to_string() == granularities.back().to_string())
-        throw std::invalid_argument("--granularity: " + granularities.back().to_string() + " is given twice");
+  for (const std::string& text : o.granularities) {
+    const Granularity g = Granularity::parse(text);
+    if (std::find(granularities.begin(), granularities.end(), g) != granularities.end())
+      throw std::invalid_argument("--granularity: " + g.to_string() + " is given twice");
+    granularities.push_back(g);
   }
   const bool writes_files =
       !o.codes_out.empty() || !o.scales_out.empty() || !o.dequant_out.empty() || !o.global_scale_out.empty();
@@ -214,7 +215,8 @@ Command add_quantize_command(CLI::App& app) {
   sub->add_option("--scheme", o->scheme,
                   "Format, granularity and scale rule in one word: deepseek (e4m3, tile:1x128, weights block:128x128, "
                   "fp32), mxfp8 (e4m3, tile:1x32, mx:rceil), mxfp4 (e2m1, tile:1x32, mx), nvfp4 (e2m1, tile:1x16, "
-                  "weights block:16x16, nvfp4); --operand picks the weights' granularity")->check(non_empty())
+                  "weights block:16x16, nvfp4); --operand picks the weights' granularity")
+      ->check(non_empty())
       ->excludes("--granularity")
       ->excludes("--scale")
       ->excludes("--format");
@@ -235,7 +237,8 @@ Command add_quantize_command(CLI::App& app) {
       ->check(non_empty());
   sub->add_option("--global-scale", o->global_scale_out,
                   "nvfp4 rules: write the per-tensor decode scale (float32, shape [1]) to this .npy; "
-                  "x' = code * (scale * global scale)")->check(non_empty());
+                  "x' = code * (scale * global scale)")
+      ->check(non_empty());
   sub->add_option("--rel-floor", o->rel_floor,
                   "max_rel counts only elements with |x| above this (default: 1% of the input's RMS)");
   sub->add_option("--backend", o->request.backend, "cpu, cuda or auto (cuda when a device is there)")->capture_default_str();
