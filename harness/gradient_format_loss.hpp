@@ -1,8 +1,8 @@
 #pragma once
-// What storing a loss-scaled gradient in a narrow format loses (the loss_scaling study,
-// issue 14): the gradient g, held in FP32 as training holds it, is multiplied by the loss scale
-// 2^s (exact unless FP32 itself over- or underflows), stored in the format, read back and
-// unscaled by 2^-s (exact), and compared with the FP64 gradient.
+// What storing a loss-scaled gradient in a narrow format loses (the loss_scaling study): the
+// gradient g, held in FP32 as training holds it, is multiplied by the loss scale 2^s (exact
+// unless FP32 itself over- or underflows), stored in the format, read back and unscaled by 2^-s
+// (exact), and compared with the FP64 gradient.
 //
 // Formats ("gradient formats"):
 //   fp16, bf16          IEEE-style cast, round to nearest even, overflow to +-inf (what a

@@ -1,6 +1,6 @@
 #pragma once
 // A short training run of the engine (kernels/train) under dynamic loss scaling, for the
-// scale_trajectory study (issue 14). Every step:
+// scale_trajectory study. Every step:
 //   1. forward and backward of the fp16 recipe on the real stories260K weights being trained,
 //      the loss multiplied by the scale (StepInput::loss_scale: dLoss/dlogits times S);
 //   2. optionally a synthetic overflow: +inf written into one gradient element (tensor and

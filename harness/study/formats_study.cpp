@@ -1,6 +1,6 @@
-// Study kind "formats" (issue 24): every quantization scheme and scale rule fp8lab has, on real
-// stories260K tensors and on synthetic tensors with outlier channels. One point quantizes one
-// tensor with one quantizer and one rounding, and records
+// Study kind "formats": every quantization scheme and scale rule fp8lab has, on real stories260K
+// tensors and on synthetic tensors with outlier channels. One point quantizes one tensor with one
+// quantizer and one rounding, and records
 //   - its error against the tensor's FP64 value (harness/metrics/error_metrics.hpp);
 //   - the fraction of blocks whose largest element the format's saturation clips, and of those
 //     whose scaled maximum is above fmt_max (harness/metrics/format_metrics.hpp defines both);

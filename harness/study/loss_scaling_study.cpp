@@ -1,8 +1,8 @@
-// Study kind "loss_scaling" (issue 14): what a loss scale 2^s does to gradients stored in a
-// narrow format. For every point: the gradient tensor (real stories260K or synthetic
-// log-normal), multiplied by 2^s in FP32, stored in the gradient format, read back, unscaled;
-// metrics from harness/gradient_format_loss.hpp (flushed / overflowed / subnormal fractions of
-// the nonzero values, relative Frobenius error against the FP64 gradient).
+// Study kind "loss_scaling": what a loss scale 2^s does to gradients stored in a narrow format.
+// For every point: the gradient tensor (real stories260K or synthetic log-normal), multiplied
+// by 2^s in FP32, stored in the gradient format, read back, unscaled; metrics from
+// harness/gradient_format_loss.hpp (flushed / overflowed / subnormal fractions of the nonzero
+// values, relative Frobenius error against the FP64 gradient).
 //
 // Tensors (axis `tensor`): the real gradients of harness/real_gradients.hpp ("L0.wq.dW",
 // "L3.w2.dY", "embedding.dW", "classifier.dY", ...) and "lognormal": rows x cols values

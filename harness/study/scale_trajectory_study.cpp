@@ -1,5 +1,5 @@
-// Study kind "scale_trajectory" (issue 14): how the loss scale moves over a short fp16 training
-// run of stories260K (harness/scale_trajectory.hpp), for the PyTorch GradScaler rules, Megatron's
+// Study kind "scale_trajectory": how the loss scale moves over a short fp16 training run of
+// stories260K (harness/scale_trajectory.hpp), for the PyTorch GradScaler rules, Megatron's
 // hysteresis rules and FP8 per-tensor delayed scaling of the gradients. Writes `scale`,
 // `found_inf`, `skipped` and `loss` along a trailing `step` dimension.
 //

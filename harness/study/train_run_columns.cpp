@@ -25,7 +25,7 @@ std::vector<ColumnDef> train_run_columns(std::int64_t steps, int model_layers) {
           {"resident_peak_bytes", T::f64, "byte",
            "the process's resident-set high-water mark over the step, validation included (VmHWM reset at the step's "
            "start; 0 where the OS does not report it)", step},
-          // The seed techniques (issue 26; harness/train/seed_techniques.hpp).
+          // The seed techniques (harness/train/seed_techniques.hpp).
           {"fp8_flop_fraction", T::f64, "1", "share of the linear layers' GEMM FLOPs run in an FP8 (or narrower) format", step},
           {"gemms_high_precision", T::f64, "1", "adaptive precision: (layer, GEMM kind) pairs held in BF16 after the step", step},
           {"compression_ratio", T::f64, "1", "bits each worker sent for the all-reduce / 32 x parameters (1: uncompressed FP32)", step},
@@ -43,7 +43,8 @@ std::vector<ColumnDef> train_run_columns(std::int64_t steps, int model_layers) {
           {"peak_bytes", T::i64, "byte", "engine step peak + FP32 master weights + moments + gradient accumulators"},
           {"optimizer_state_bytes", T::i64, "byte", "AdamW moments in their storage format"},
           {"resident_over_ledger", T::f64, "1",
-           "max over the steps of resident_peak_bytes, over peak_bytes (issue 23's target: <= 2; NaN where the OS does not report it)"},
+           "max over the steps of resident_peak_bytes, over peak_bytes (the memory target: <= 2, a resident set within "
+           "twice the ledger's peak; NaN where the OS does not report it)"},
           {"resident_before_run_bytes", T::i64, "byte",
            "the process's resident set as the run began: code, libraries, token streams, the initial weights (0 where "
            "the OS does not report it)"},

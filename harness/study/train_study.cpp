@@ -1,5 +1,5 @@
-// Study kind "train" (issue 23): training runs under precision recipes, one run per grid point,
-// with the per-step record along a `step` dimension (harness/train/training_run.hpp).
+// Study kind "train": training runs under precision recipes, one run per grid point, with the
+// per-step record along a `step` dimension (harness/train/training_run.hpp).
 //
 // Axes: recipe (a named engine recipe or a TOML recipe file relative to the spec,
 // experiments/recipes/), seed (the seeded initialisation's and the shuffled order's;

@@ -1,9 +1,9 @@
-// Study kind "zero_memory" (issue 26, part 5): what one data-parallel rank holds in one training
-// step, so that "what fits on one 80 GB GPU" is one table: the model states (weights,
-// gradients, optimizer states) under ZeRO stage 0..3 across N ranks, from the ZeRO paper's
-// formulas extended to the recipes' own precisions (harness/train/zero_sharding.hpp), beside the
-// activation and workspace bytes of one step under an activation-recompute policy, from the same
-// shapes-only engine run the recompute study makes (kernels/train/training_step.hpp).
+// Study kind "zero_memory" (ZeRO sharding, one of the seed techniques): what one data-parallel rank
+// holds in one training step, so that "what fits on one 80 GB GPU" is one table: the model states
+// (weights, gradients, optimizer states) under ZeRO stage 0..3 across N ranks, from the ZeRO
+// paper's formulas extended to the recipes' own precisions (harness/train/zero_sharding.hpp),
+// beside the activation and workspace bytes of one step under an activation-recompute policy, from
+// the same shapes-only engine run the recompute study makes (kernels/train/training_step.hpp).
 //
 // Axes: model (a preset of kernels/train/model_config.hpp, every one shapes-only; or
 // "params:PSI", a bare parameter count such as params:7.5e9 or params:1e12, for the paper's

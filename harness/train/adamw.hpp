@@ -15,8 +15,9 @@
 // FP32 values before that rounding. The FP64 reference (reference/adamw_ref.hpp) computes the
 // same update without intermediate roundings.
 //
-// FP8 moments (issue 26): both moments as one-byte codes with power-of-two scales, one scale per
-// group of consecutive elements of the flattened tensor:
+// FP8 moments (one of the seed techniques, harness/train/seed_techniques.hpp): both moments as
+// one-byte codes with power-of-two scales, one scale per group of consecutive elements of the
+// flattened tensor:
 //   e4m3        m and v in E4M3, one scale per tensor each;
 //   e4m3_1x128  m and v in E4M3, one scale per group of 128 elements (a ragged last group is the
 //               tail): COAT's group quantization of the optimizer states (arXiv 2410.19313),

@@ -1,8 +1,8 @@
 #pragma once
 // Which tokens a training step sees, defined so that anyone can reproduce a run from the
 // token file alone. A step has `batch` sequences of seq_len + 1 tokens (seq_len inputs, each
-// predicting the next). With N tokens in the stream and P = N - seq_len - 1 (the modulus issue
-// 23 defines; of the N - seq_len starts that leave a whole sequence, the last is never used):
+// predicting the next). With N tokens in the stream and P = N - seq_len - 1 (the FP8 training
+// study's modulus; of the N - seq_len starts that leave a whole sequence, the last is unused):
 //   sequential: sequence i of step s (both 0-based) starts at ((s * batch + i) * seq_len) mod P;
 //   shuffled:   window w = s * batch + i is window r = w mod M of epoch e = w div M, where
 //               M = ceil(P / seq_len) windows start at 0, seq_len, 2 seq_len, ... (all < P);

@@ -1,6 +1,7 @@
 #pragma once
-// The gradient of one training step, computed as W simulated data-parallel workers would
-// (issue 26, technique 2), and the engine runs it is made of.
+// The gradient of one training step, computed as W simulated data-parallel workers would (for
+// gradient compression, one of the seed techniques: harness/train/seed_techniques.hpp), and the
+// engine runs it is made of.
 //
 // The batch's sequences (in batch order) are split into W contiguous shards of batch / W each;
 // worker w runs the engine on its shard and forms its mean gradient g_w = fl32(S_w / (batch / W))

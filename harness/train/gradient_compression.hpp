@@ -1,7 +1,8 @@
 #pragma once
-// Gradient compression with error feedback for simulated data-parallel workers (issue 26): pure
-// functions over FP32 spans, and WorkerCompressor (one per worker), which holds that worker's
-// residuals. The training loop all-reduces (averages) what compress() returns.
+// Gradient compression with error feedback for simulated data-parallel workers (one of the seed
+// techniques, harness/train/seed_techniques.hpp): pure functions over FP32 spans, and
+// WorkerCompressor (one per worker), which holds that worker's residuals. The training loop
+// all-reduces (averages) what compress() returns.
 //
 // One worker, one tensor g of n elements, step s:
 //   x = fl32(g + r)   with error feedback; r is this worker's residual of this tensor (0 at first)

@@ -1,8 +1,9 @@
 #pragma once
-// An adaptive precision scheduler (issue 26): on every `every`-th step it reads one statistic of
-// each linear layer's GEMMs and moves each (layer, GEMM kind) between its FP8 base recipe and a
-// high precision (BF16 unless told otherwise). A hysteresis band and a patience keep a statistic
-// that hovers near a threshold from flipping a GEMM back and forth; every switch is logged.
+// An adaptive precision scheduler (a seed technique, harness/train/seed_techniques.hpp): on every
+// `every`-th step it reads one statistic of each linear layer's GEMMs and moves each (layer, GEMM
+// kind) between its FP8 base recipe and a high precision (BF16 unless told otherwise). A
+// hysteresis band and a patience keep a statistic that hovers near a threshold from flipping a
+// GEMM back and forth; every switch is logged.
 //
 // Where the statistic comes from: on a due step the training loop runs a probe pass under the
 // all-FP8 base recipe and hands its tallies (kernels/train/fp8_operand_stats.hpp) to observe(), so

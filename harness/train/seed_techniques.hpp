@@ -1,6 +1,6 @@
 #pragma once
-// The seed techniques (issue 26) as options of a training run, beside the AdamW moment format
-// (harness/train/adamw.hpp, technique 4):
+// The seed techniques, those that articles about DeepSeek's training credit with large gains, as
+// options of a training run, beside the AdamW moment format (harness/train/adamw.hpp, technique 4):
 //   1. adaptive precision scheduling   harness/train/precision_controller.hpp (adaptive_every > 0)
 //   2. gradient compression with error feedback under W simulated data-parallel workers
 //                                      harness/train/gradient_compression.hpp, data_parallel_gradient.hpp

@@ -1,6 +1,7 @@
 #pragma once
-// Dynamic sparse updates (issue 26, technique 3): per step and per tensor, only the parameters
-// with the largest gradient magnitudes are updated; the others are frozen for the step.
+// Dynamic sparse updates (one of the seed techniques, harness/train/seed_techniques.hpp): per
+// step and per tensor, only the parameters with the largest gradient magnitudes are updated; the
+// others are frozen for the step.
 //
 // Selection: the k = topk_count(n, ratio) (about ceil(ratio * n)) elements of largest |g| of an
 // n-element tensor are selected, as top-k gradient compression selects them

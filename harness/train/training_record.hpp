@@ -18,7 +18,7 @@ struct StepRecord {
   // The process's resident-set high-water mark over the step, validation included (reset at the
   // step's start: harness/train/resident_set.hpp); 0 where the OS does not report it.
   std::size_t resident_peak_bytes = 0;
-  // The seed techniques (issue 26; harness/train/seed_techniques.hpp):
+  // The seed techniques (harness/train/seed_techniques.hpp):
   double fp8_flop_fraction = 0;      // of the linear layers' GEMM FLOPs, the share run in an FP8 (or narrower) format
   double gemms_high_precision = 0;   // adaptive precision: (layer, GEMM kind) pairs the controller holds in BF16
   double compression_ratio = 1;      // bits each worker sent / 32 x parameters (1: an FP32 all-reduce)

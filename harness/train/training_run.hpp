@@ -64,7 +64,7 @@ struct TrainingRunConfig {
   // operand_stats) on step 0 and every N-th step after it, and the last (0: never). An extra pass
   // over every FP8 operand, counted in step_seconds.
   std::int64_t stats_every = 10;
-  // The seed techniques (issue 26): simulated data-parallel workers and gradient compression,
+  // The seed techniques (harness/train/seed_techniques.hpp): simulated data-parallel workers and gradient compression,
   // dynamic sparse updates, adaptive precision scheduling; off by default. With them, step 2-3
   // above runs as harness/train/data_parallel_gradient.hpp says, step 6 as sparse_update.hpp says,
   // and the recipe of each step is the controller's (precision_controller.hpp), `recipe` its base.
