@@ -1,9 +1,8 @@
 #pragma once
-// Scale tensors in the layouts cuBLASLt's block-scaled FP8 GEMMs take (CUDA >= 12.9;
-// FACTS.md), converted by named functions rather than ad hoc (issue 5). Layouts are named
-// by what varies fastest in memory; which cuBLASLt operand (A or B, after the row-major /
-// column-major swap of C = A * B^T) receives which is the wrapper's business and must be
-// checked on a GPU.
+// Scale tensors in the layouts cuBLASLt's block-scaled FP8 GEMMs take (CUDA >= 12.9; FACTS.md),
+// converted by named functions rather than ad hoc. Layouts are named by what varies fastest in
+// memory; which cuBLASLt operand (A or B, after the row-major / column-major swap of
+// C = A * B^T) receives which is the wrapper's business and must be checked on a GPU.
 //
 //   VEC128_32F   one FP32 scale per 128 elements along K; for an R x K operand quantized with
 //                tile:1x128 the scales are R x L (L = ceil(K / 128)) stored with R fastest:

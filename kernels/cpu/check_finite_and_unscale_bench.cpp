@@ -1,6 +1,6 @@
 // Speed of the fused CPU check-finite-and-unscale on a DeepSeek-V3-size set of FP32 gradients
 // (8 tensors of 512 x 7168, 117 MB in all: far beyond any cache), against a plain read of the
-// same bytes in the same run on one core. Target (issue 14): >= 0.5 x read bandwidth.
+// same bytes in the same run on one core. Target: >= 0.5 x read bandwidth.
 // Bytes counted: the gradients once (both benchmarks); the unscale also writes them back, so a
 // memory-bound kernel reaches about half the read bandwidth with no time lost to the check.
 #include <cstdint>

@@ -2,8 +2,8 @@
 // 128x128 blocks, E4M3, N_C = 128; the Hopper, fp32 and B200 accumulation models; and the
 // block-scaled MMA's MXFP8 and NVFP4, below), all cores, next to Eigen's FP32 and FP64 GEMMs of the
 // same size in the same run (Eigen built with OpenMP, so it uses all cores too).
-// Targets (issue 10): hopper >= 0.3 x Eigen FP32 and fp32 model >= 0.3 x Eigen FP32, on AVX2
-// and AVX-512 machines (issue 3 had asked 0.5 for the fp32 model against an AVX2 Eigen). The
+// Targets: hopper >= 0.3 x Eigen FP32 and fp32 model >= 0.3 x Eigen FP32, on AVX2 and AVX-512
+// machines (an earlier target had asked 0.5 for the fp32 model against an AVX2 Eigen). The
 // timed region is the whole gemm_nt call, operand packing included.
 //
 // The baseline is Eigen at the widest SIMD the run may use: where the CPU has AVX-512 (and

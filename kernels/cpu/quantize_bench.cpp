@@ -1,6 +1,6 @@
 // Speed of the CPU tile quantizer on a DeepSeek-V3-size activation (4096 tokens x 7168
 // channels, FP32), against a plain copy of the same bytes in the same run on one core:
-// DeepSeek-V3's 1x128 E4M3 fp32 rule (target, issue 2: >= 0.3 x copy), and issue 24's
+// DeepSeek-V3's 1x128 E4M3 fp32 rule (target: >= 0.3 x copy), and the formats study's
 // MXFP8 (1x32 E4M3, mx:rceil) and NVFP4 (1x16 E2M1, nvfp4: an extra pass for the tensor amax;
 // BM_Nvfp4TensorAmaxPass times that pass alone, BM_ReadFp32 a plain one-stream read of the input).
 // Bytes counted: the FP32 input read once (the quantity both benchmarks move).

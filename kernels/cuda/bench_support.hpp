@@ -62,7 +62,7 @@ void time_iterations(benchmark::State& state, Op&& op) {
 
 // The main of a GPU benchmark binary: with no CUDA device it says so and returns 77 (ctest:
 // skipped); otherwise it puts the GPU name, SM count, clocks, driver, runtime and cuBLASLt
-// versions and the command line into the JSON context (issue 5: results carry where they were
+// versions and the command line into the JSON context (so that results carry where they were
 // measured) and runs the benchmarks with fp8lab::bench::run_with_ratios.
 int run_gpu_benchmarks(int argc, char** argv, const std::string& counter,
                        const std::vector<fp8lab::bench::RatioPair>& pairs);

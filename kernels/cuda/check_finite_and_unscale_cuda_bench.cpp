@@ -1,4 +1,4 @@
-// GPU check-finite-and-unscale bandwidth (issue 14): 8 FP32 gradient tensors of 512 x 7168
+// GPU check-finite-and-unscale bandwidth: 8 FP32 gradient tensors of 512 x 7168
 // (117 MB) next to a device-to-device copy of the same bytes in the same run. Both read and
 // write every byte once; bytes counted for both: the gradients once. Target: ratio >= 0.8.
 // CUDA-event timing, L2 flushed before every iteration (bench_support.hpp).

@@ -1,6 +1,6 @@
 #pragma once
-// One small wrapper around cuBLASLt for the three GEMMs issue 5 names, all computing
-// C[M, N] = A[M, K] * B[N, K]^T with A and B K-major and C row-major (DeepGEMM's NT):
+// One small wrapper around cuBLASLt for the three GEMMs the GPU GEMM benchmark times, all
+// computing C[M, N] = A[M, K] * B[N, K]^T with A and B K-major and C row-major (DeepGEMM's NT):
 //   block_scaled  FP8 codes, A scales VEC128_32F, B scales BLK128x128_32F (or VEC128_32F)
 //   per_tensor    FP8 codes, one FP32 scale each
 //   bf16          BF16 operands (the high-precision baseline)

@@ -1,13 +1,13 @@
-// GPU GEMM speed (issues 5 and 6) on the DeepSeek-V3 shapes M = 4096 and M = 128 with
-// (N, K) in (2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168),
-// (7168, 2048): cuBLASLt FP8 block-scaled (A VEC128 x B BLK128x128), cuBLASLt FP8 per-tensor,
-// cuBLASLt BF16, and fp8lab's WGMMA kernel with N_C = 128, 64 and 32 (1x128 x 128x128
-// scales), all with BF16 output, in one run. Counter TFLOPS = 2 M N K / time; CUDA-event
-// timing with the L2 flushed before every iteration (bench_support.hpp). Ratios printed:
-// WGMMA (N_C = 128) / cuBLASLt block-scaled per shape and their geometric mean (target >= 1.0),
-// N_C = 64 and 32 against N_C = 128, BF16 against FP8 block-scaled. Operands are made once per
-// shape and shared by that shape's six benchmarks; the timed region holds no setup (tensor
-// maps, cudaFuncSetAttribute, cuBLASLt descriptors and heuristics are made before it).
+// GPU GEMM speed on the DeepSeek-V3 shapes M = 4096 and M = 128 with (N, K) in (2112, 7168),
+// (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048): cuBLASLt FP8
+// block-scaled (A VEC128 x B BLK128x128), cuBLASLt FP8 per-tensor, cuBLASLt BF16, and fp8lab's
+// WGMMA kernel with N_C = 128, 64 and 32 (1x128 x 128x128 scales), all with BF16 output, in one
+// run. Counter TFLOPS = 2 M N K / time; CUDA-event timing with the L2 flushed before every
+// iteration (bench_support.hpp). Ratios printed: WGMMA (N_C = 128) / cuBLASLt block-scaled per
+// shape and their geometric mean (target >= 1.0), N_C = 64 and 32 against N_C = 128, BF16 against
+// FP8 block-scaled. Operands are made once per shape and shared by that shape's six benchmarks;
+// the timed region holds no setup (tensor maps, cudaFuncSetAttribute, cuBLASLt descriptors and
+// heuristics are made before it).
 // --benchmark_filter=/4096x or =/128x runs one M (run-gpu-all.sh splits the run that way).
 #include <algorithm>
 #include <exception>

@@ -1,10 +1,10 @@
-// GPU quantizer bandwidth (issues 5 and 24): a DeepSeek-V3-size activation (4096 tokens x 7168
-// channels, FP32) quantized as DeepSeek-V3's 1x128 E4M3 tiles and 128x128 E4M3 blocks, as
-// MXFP8 (1x32 E4M3, mx:rceil), as NVFP4 (1x16 E2M1, TE's two-level nvfp4: one more pass for
-// the tensor's amax) and its 16x16 weight blocks, and as NVFP4 1x16 under nvfp4:4over6
-// (four_over_six_tile_kernel, a thread per tile), next to a device-to-device copy of the same
-// FP32 bytes in the same run. Bytes counted for all: the FP32 input once (what each must read
-// from HBM; a quantizer writes 1/4 of it back, the copy all of it). Target: ratio >= 0.8.
+// GPU quantizer bandwidth: a DeepSeek-V3-size activation (4096 tokens x 7168 channels, FP32)
+// quantized as DeepSeek-V3's 1x128 E4M3 tiles and 128x128 E4M3 blocks, as MXFP8 (1x32 E4M3,
+// mx:rceil), as NVFP4 (1x16 E2M1, TE's two-level nvfp4: one more pass for the tensor's amax) and
+// its 16x16 weight blocks, and as NVFP4 1x16 under nvfp4:4over6 (four_over_six_tile_kernel, a
+// thread per tile), next to a device-to-device copy of the same FP32 bytes in the same run. Bytes
+// counted for all: the FP32 input once (what each must read from HBM; a quantizer writes 1/4 of
+// it back, the copy all of it). Target: ratio >= 0.8.
 // CUDA-event timing, L2 flushed before every iteration (bench_support.hpp).
 #include <random>
 #include <vector>

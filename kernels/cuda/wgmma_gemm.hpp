@@ -1,7 +1,7 @@
 #pragma once
-// fp8lab's own block-scaled FP8 GEMM for sm_90a (issue 6): C[M, N] = A[M, K] * B[N, K]^T with
-// the promotion arithmetic of DESIGN.md section 2, so that it equals the CPU backend's
-// `hopper` emulation bit for bit:
+// fp8lab's own block-scaled FP8 GEMM for sm_90a: C[M, N] = A[M, K] * B[N, K]^T with the
+// promotion arithmetic of DESIGN.md section 2, so that it equals the CPU backend's `hopper`
+// emulation bit for bit:
 //   per N_C elements of K, a tensor-core partial p (wgmma m64n128k32, started from 0 on the
 //   unscaled FP8 codes), then s = fl32(s_a * s_b); acc = fma32(p, s, acc).
 // Structure (DeepGEMM's, written here): TMA loads of 128 x 128-byte A and B tiles into a

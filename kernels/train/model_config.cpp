@@ -19,7 +19,7 @@ namespace {
 const ModelConfig kPresets[] = {
     {"stories260K", 64, 172, 5, 8, 4, 512},
     // A small trainable config whose dim and hidden are multiples of 128, so that 1x128 tiles
-    // and 128x128 blocks cut whole rows as in DeepSeek-V3 (issue 23); stories260K's vocabulary.
+    // and 128x128 blocks cut whole rows as in DeepSeek-V3; stories260K's vocabulary.
     {"dim256", 256, 768, 4, 8, 4, 512},
     {"llama3.1-8b", 4096, 14336, 32, 32, 8, 128256},
     {"llama3.1-70b", 8192, 28672, 80, 64, 8, 128256},

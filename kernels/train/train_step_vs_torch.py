@@ -1,4 +1,4 @@
-"""One training step, fp8lab's engine beside PyTorch eager, in one script run (issue 23's speed
+"""One training step, fp8lab's engine beside PyTorch eager, in one script run (the engine's speed
 target: fp32 step >= 1.5x PyTorch eager fp32, the emulated FP8 step >= 1.0x PyTorch's fp32 step,
 same threads), for stories260K at 256 tokens (--model stories260K, the default) or the dim256
 preset at 1024 tokens (--model dim256).

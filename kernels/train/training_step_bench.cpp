@@ -1,8 +1,8 @@
 // Speed of one training step (forward + backward) of stories260K at 256 positions and of the
 // dim256 preset at 1024 positions (1x128 tiles and 128x128 blocks cut real rows there): the FP8
 // recipe (deepseek_v3: emulated Hopper GEMMs, bit-exact CPU model) against the fp32 recipe,
-// and `full` recompute against `none`, in the same run. Target (issue 13): the FP8-emulated
-// step within 4x of the FP32 step on 2 cores, i.e. tokens/s ratio >= 0.25. Issue 23's targets
+// and `full` recompute against `none`, in the same run. Target: the FP8-emulated step
+// within 4x of the FP32 step on 2 cores, i.e. tokens/s ratio >= 0.25. The speed targets
 // against PyTorch are measured by train_step_vs_torch.py, which runs the *_none cases.
 // Counters: tokens_per_second (the ratios' counter) and where the time goes: forward,
 // backward and recompute seconds per step, from the engine's own phase timers.
