@@ -367,14 +367,15 @@ def finish(fig, ds, out, fixed=None, notes=(), references=()):
 
 # Published / claimed memory-compute trade-offs, as (recompute FLOPs fraction, fraction of
 # activation memory saved) where both are stated. Megatron's is FACTS.md's; the other two are
-# the claims issue 13 asks to place, for which FACTS.md records no source (said so in captions).
+# claims made for recomputation, placed as stated: FACTS.md records no source for them (said so
+# in captions).
 MEGATRON_SELECTIVE = {"x": 0.027, "y": 0.70, "label": "Megatron selective (GPT-3): 70% saved for 2.7% FLOPs"}
 MEGATRON_CITATION = ("Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models "
                      "(FACTS.md): GPT-3 selective recompute saves 70% of activation memory for 2.7% more FLOPs")
 CHECKPOINTING_CLAIM = {"x": 0.33, "y": 0.80, "label": "claim: 33% extra compute for 80% memory saving"}
 TENSOR_SLICE_CLAIM = {"y": 0.67, "label": "claim: tensor-slice recompute, 67% VRAM reduction"}
 UNSOURCED_CLAIMS = ("'33% extra compute for 80% memory saving' (activation checkpointing) and '67% VRAM reduction' "
-                    "(tensor-slice recompute) are the claims issue 13 names; FACTS.md records no source for either, "
+                    "(tensor-slice recompute) are claims made for recomputation; FACTS.md records no source for either, "
                     "so they are drawn as stated, unverified. Chen et al. 2016 (FACTS.md) report O(sqrt n) memory for "
                     "one extra forward (48 GB -> 7 GB for 30% more time on a 1000-layer ResNet)")
 POLICY_FAMILIES = ["none", "full", "selective", "deepseek", "layers", "budget", "slices", "tensors"]

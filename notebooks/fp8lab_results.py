@@ -4,10 +4,10 @@
 order, values in spec order), so a notebook writes `ds.sel(layer=..., promotion=128)`.
 
 Two on-disk layouts exist:
-  * grid (fp8lab after issue 15): already the contract's shape; returned as is.
-  * flat (fp8lab before issue 15): one `run` dimension, every axis a string variable. Kept
-    readable because such files exist (results of earlier runs, shards, baselines): they are
-    converted here to the same grid. Nothing new is written in this layout.
+  * grid (what fp8lab writes): already the contract's shape; returned as is.
+  * flat (what earlier fp8lab versions wrote): one `run` dimension, every axis a string
+    variable. Kept readable because such files exist (results of earlier runs, shards,
+    baselines): they are converted here to the same grid. Nothing new is written in this layout.
 
 Either way `ds.attrs["complete"]` is "true" or "false" and `ds.attrs["fp8lab_layout"]` says
 which layout the file had ("grid" or "flat, converted to grid").
