@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Hostile input (issue 11): no crash, no silent wrong number, exit 2 with one line naming the
-# file and the field for a user's mistake, no file left behind by a failed command.
+# Hostile input: no crash, no silent wrong number, exit 2 with one line naming the file and the
+# field for a user's mistake, no file left behind by a failed command.
 # Usage: hostile_test.sh CASE PATH/TO/fp8lab SOURCE_DIR. tests/README.md tabulates the classes.
 set -euo pipefail
 case_name=$1

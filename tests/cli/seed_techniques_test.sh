@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The seed techniques (issue 26) as train-study options, driven as a user drives them: bad fields in
-# the spec's [training] table and in a recipe file's [training] table (one line naming the file and
-# the field, exit 2, no results file), and a tiny study whose per-step records are checked against
-# what each option defines, read back with xarray.
+# The seed techniques as train-study options, driven as a user drives them: bad fields in the spec's
+# [training] table and in a recipe file's [training] table (one line naming the file and the field,
+# exit 2, no results file), and a tiny study whose per-step records are checked against what each
+# option defines, read back with xarray.
 # Usage: seed_techniques_test.sh CASE PATH/TO/fp8lab SOURCE_DIR
 set -euo pipefail
 case_name=$1

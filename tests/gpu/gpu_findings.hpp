@@ -1,6 +1,6 @@
 #pragma once
-// GPU tests report what they measured whatever the outcome (issue 5: mismatch counts and max
-// ULP distance), as lines on stdout and, when FP8LAB_GPU_FINDINGS names a file, appended to
+// GPU tests report what they measured whatever the outcome (mismatch counts and max ULP
+// distance), as lines on stdout and, when FP8LAB_GPU_FINDINGS names a file, appended to
 // it as tab-separated rows (test, case, count, mismatches, max_ulp, note) for results/gpu/.
 #include <cstdio>
 #include <cstdlib>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One result on any machine (issue "One result on any machine"): the CI accuracy sweep run from
+# One result on any machine: the CI accuracy sweep run from
 #   1. the default build (x86-64-v3 baseline, SIMD kernels chosen at run time),
 #   2. a build for x86-64-v2 (SSE4.2 baseline: Eigen and the compiler vectorize differently),
 #   3. the default build with FP8LAB_CPU_ISA=scalar (the scalar micro-tiles and quantizer),

@@ -1,4 +1,5 @@
-// The accumulation study of issue 3 as tests, with bounds derived from the model.
+// The accumulation study as tests (what the Hopper FP8 GEMM's truncated accumulation loses without
+// and with promotion; block against per-tensor scaling), with bounds derived from the model.
 //
 // Model (hopper: F = 13 fraction bits, D = 32 products per instruction, truncation). In one
 // instruction every term is truncated to a multiple of the quantum u = 2^(E - F), E the

@@ -1,7 +1,7 @@
-// The seed techniques in the training loop (issue 26; harness/train/seed_techniques.hpp) on the
-// real stories260K checkpoint: simulated data-parallel workers against one worker, sparse updates
-// and the weight mask against what they claim to do, the adaptive controller's decisions reaching
-// the step, and the options that must leave a run's bits alone.
+// The seed techniques in the training loop (harness/train/seed_techniques.hpp) on the real
+// stories260K checkpoint: simulated data-parallel workers against one worker, sparse updates and
+// the weight mask against what they claim to do, the adaptive controller's decisions reaching the
+// step, and the options that must leave a run's bits alone.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
