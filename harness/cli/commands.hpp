@@ -36,5 +36,6 @@ Command add_compare_command(CLI::App& app);
 Command add_merge_command(CLI::App& app);
 Command add_layers_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
+Command add_recipes_command(CLI::App& app);
 
 }  // namespace fp8lab::cli

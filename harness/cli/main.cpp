@@ -33,6 +33,15 @@ CLI::Option* add_threads_option(CLI::App* sub, int& threads) {
       ->capture_default_str();
 }
 
+namespace {
+// One line on stderr with one program name: messages that already begin with "fp8lab <command>:"
+// (the train command's flag-named errors) keep theirs, the others get "fp8lab: ".
+void print_error(const std::string& message) {
+  const bool named = message.rfind("fp8lab ", 0) == 0 || message.rfind("fp8lab:", 0) == 0;
+  std::fprintf(stderr, "%s%s\n", named ? "" : "fp8lab: ", message.c_str());
+}
+}  // namespace
+
 }  // namespace fp8lab::cli
 
 int main(int argc, char** argv) {
@@ -46,7 +55,8 @@ int main(int argc, char** argv) {
   using namespace fp8lab::cli;
   const std::vector<Command> commands = {add_run_command(app),      add_report_command(app), add_compare_command(app),
                                          add_merge_command(app),    add_layers_command(app), add_quantize_command(app),
-                                         add_gemm_command(app),     add_synth_command(app),  add_train_command(app)};
+                                         add_gemm_command(app),     add_synth_command(app),  add_train_command(app),
+                                         add_recipes_command(app)};
   if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
     std::string names;
     bool known = false;
@@ -71,16 +81,16 @@ int main(int argc, char** argv) {
       if (command.subcommand->parsed()) return command.run();
     return 2;
   } catch (const fp8lab::TensorFileError& e) {
-    std::fprintf(stderr, "fp8lab: %s\n", e.what());
+    print_error(e.what());
     return 2;
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "fp8lab: %s\n", e.what());
+    print_error(e.what());
     return 2;
   } catch (const fp8lab::SpecError& e) {
-    std::fprintf(stderr, "fp8lab: %s\n", e.what());
+    print_error(e.what());
     return 2;
   } catch (const fp8lab::h5::H5Error& e) {
-    std::fprintf(stderr, "fp8lab: %s\n", e.what());
+    print_error(e.what());
     return 2;
   } catch (const std::filesystem::filesystem_error& e) {  // a path the user gave: missing, not a directory, no permission
     std::fprintf(stderr, "fp8lab: %s: %s\n", e.path1().c_str(), e.code().message().c_str());

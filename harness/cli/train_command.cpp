@@ -103,7 +103,8 @@ Command add_train_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("train", "Train a model under a precision recipe; the per-step record to HDF5");
   auto f = std::make_shared<TrainFlags>();
   auto o = std::make_shared<RunOptions>();
-  sub->add_option("--recipe", f->recipe, "Precision recipe (fp32, bf16, fp16, deepseek_v3, hybrid, ...)")->capture_default_str();
+  sub->add_option("--recipe", f->recipe, "Precision recipe: a name (fp32, bf16, deepseek_v3, mxfp8, nvfp4, ...: `fp8lab recipes` lists "
+                  "them all) or a recipe file, path/to/recipe.toml")->capture_default_str();
   sub->add_option("--init", f->init, "stories260K (the data folder's checkpoint), a llama2.c checkpoint PATH, or seed:N")
       ->capture_default_str();
   sub->add_option("--tokens", f->tokens, "Training tokens: .npy (uint16/int32) or raw uint16 .bin, or 'sampled'")

@@ -7,5 +7,6 @@ namespace fp8lab::python {
 void add_quantize_bindings(pybind11::module_& m);
 void add_gemm_bindings(pybind11::module_& m);
 void add_metrics_bindings(pybind11::module_& m);
+void add_linear_bindings(pybind11::module_& m);
 
 }  // namespace fp8lab::python

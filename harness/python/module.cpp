@@ -1,14 +1,15 @@
-// The `fp8lab` Python module: the quantizers, the emulated FP8 GEMM and the error metrics on
-// NumPy arrays, computing what the CLI computes (the options and their defaults are the CLI's:
-// harness/gemm_request.hpp, harness/quantize_request.hpp) and refusing what it refuses with
-// its message: ValueError for a bad value, TypeError for a wrong dtype.
+// fp8lab._core, the C++ of the `fp8lab` Python package (harness/python/fp8lab/ re-exports it):
+// the quantizers, the emulated FP8 GEMM and the error metrics on NumPy arrays, computing what the
+// CLI computes (the options and their defaults are the CLI's: harness/gemm_request.hpp,
+// harness/quantize_request.hpp) and refusing what it refuses with its message: ValueError for a
+// bad value, TypeError for a wrong dtype; and what fp8lab.torch runs (linear_bindings.cpp).
 #include <pybind11/pybind11.h>
 
 #include "data/tensor_io/tensor.hpp"
 #include "harness/python/array_conversion.hpp"
 #include "harness/python/bindings.hpp"
 
-PYBIND11_MODULE(fp8lab, m) {
+PYBIND11_MODULE(_core, m) {
   m.doc() =
       "fp8lab: FP8 quantization (tile/block/row/tensor scales, E4M3/E5M2) and the bit-exact CPU emulation of "
       "Hopper's FP8 tensor-core GEMM, on NumPy arrays.\n\n"
@@ -30,4 +31,5 @@ PYBIND11_MODULE(fp8lab, m) {
   fp8lab::python::add_quantize_bindings(m);
   fp8lab::python::add_gemm_bindings(m);
   fp8lab::python::add_metrics_bindings(m);
+  fp8lab::python::add_linear_bindings(m);
 }

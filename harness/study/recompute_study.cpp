@@ -46,7 +46,8 @@
 
 #include "harness/llama2c_weights.hpp"
 #include "harness/study/study_kind.hpp"
-#include "harness/train_recipe_toml.hpp"
+#include "harness/recipes/recipe_catalog.hpp"
+#include "harness/recipes/recipe_toml.hpp"
 #include "harness/train_step_errors.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"
@@ -111,7 +112,7 @@ class RecomputeStudy final : public StudyKind {
     } else if (axis == "cache" && std::find(kCacheValues.begin(), kCacheValues.end(), v) == kCacheValues.end()) {
       throw std::invalid_argument("cache '" + v + "' is not one of policy, compute, fp8");
     }
-    else if (axis == "recipe" && !v.ends_with(".toml")) named_recipe(v);
+    else if (axis == "recipe") recipe_file(v, {});  // an unknown name, refused listing the known ones
   }
 
   void configure(const StudySpec& spec) override {
@@ -344,7 +345,8 @@ class RecomputeStudy final : public StudyKind {
   PrecisionRecipe recipe(const Point& p, const std::optional<std::reference_wrapper<const StudySpec>>& spec) const {
     const std::string& v = p.at("recipe");
     const ModelConfig model = model_preset(p.at("model"));
-    if (!v.ends_with(".toml")) {
+    const auto file = recipe_file(v, base_);
+    if (!file) {
       PrecisionRecipe r = named_recipe(v);
       try {
         r.validate(model);
@@ -354,7 +356,7 @@ class RecomputeStudy final : public StudyKind {
       }
       return r;
     }
-    return load_recipe_toml(base_ / v, model);
+    return load_recipe_toml(*file, model);
   }
 
   const Real& real_inputs(std::int64_t T) {

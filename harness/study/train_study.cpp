@@ -39,7 +39,8 @@
 #include "harness/study/integer_axis_value.hpp"
 #include "harness/study/study_kind.hpp"
 #include "harness/study/train_technique_fields.hpp"
-#include "harness/train_recipe_toml.hpp"
+#include "harness/recipes/recipe_catalog.hpp"
+#include "harness/recipes/recipe_toml.hpp"
 #include "harness/train/model_init.hpp"
 #include "harness/train/step_progress.hpp"
 #include "harness/train/story_sampler.hpp"
@@ -65,7 +66,7 @@ class TrainStudy final : public StudyKind {
   }
 
   void validate_value(const std::string& axis, const std::string& v) const override {
-    if (axis == "recipe" && !v.ends_with(".toml")) train::named_recipe(v);
+    if (axis == "recipe") recipe_file(v, {});  // an unknown name, refused listing the known ones
     if (axis == "seed") {
       const std::int64_t s = parse_integer_axis_value("seed", v);
       if (s < 0) throw std::invalid_argument("seed " + v + " is negative");
@@ -322,18 +323,17 @@ class TrainStudy final : public StudyKind {
     return name + "_" + sha256_hex(p.key()).substr(0, 8);
   }
 
-  // A named recipe, or a TOML file relative to the spec (experiments/recipes/); a file's own
-  // errors are SpecErrors naming it and its field.
+  // A recipe name (harness/recipes/recipe_catalog.hpp), or a TOML file relative to the spec; a
+  // file's own errors are SpecErrors naming it and its field.
   train::PrecisionRecipe recipe(const std::string& value, const LlamaWeights& model) const {
-    if (!value.ends_with(".toml")) return train::named_recipe(value);
-    return load_recipe_toml(base_ / value, train::config_of(model), /*allow_training_table=*/true);
+    return resolve_recipe(value, base_, train::recipe_layers(train::config_of(model)), /*allow_training_table=*/true);
   }
 
   // The point's run: the study's settings, its recipe, and a recipe file's [training] table.
   train::TrainingRunConfig run_of(const Point& p, const LlamaWeights& model) const {
     train::TrainingRunConfig c = run_;
     c.recipe = recipe(p.at("recipe"), model);
-    if (p.at("recipe").ends_with(".toml")) apply_recipe_training_table(base_ / p.at("recipe"), c);
+    if (const auto file = recipe_file(p.at("recipe"), base_)) apply_recipe_training_table(*file, c);
     return c;
   }
 

@@ -143,8 +143,8 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
       ac = a_copy;
       bc = b_copy;
     }
-    const QuantizedTensor qa = p.delayed_scaling ? quantize_delayed(ac, m, k, p.a_format.fp8(), *call.delayed_a)
-                                                 : quantize_operand(p, 'a', ac, m, k);
+    QuantizedTensor qa = p.delayed_scaling ? quantize_delayed(ac, m, k, p.a_format.fp8(), *call.delayed_a)
+                                           : quantize_operand(p, 'a', ac, m, k);
     const QuantizedTensor qb = p.delayed_scaling ? quantize_delayed(bc, n, k, p.b_format.fp8(), *call.delayed_b)
                                                  : quantize_operand(p, 'b', bc, n, k);
     if (call.tally) {  // delayed scaling multiplied by its scale (roll() moves it only after the step)
@@ -152,6 +152,7 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
       tally_operand(qb, bc, call.tally->b, {}, p.delayed_scaling ? call.delayed_b->scaler.scale() : 0.0f);
     }
     gemm_into(qa, qb, p.gemm, c, accumulate);
+    if (call.quantized_a) *call.quantized_a = std::move(qa);
   } else {
     throw std::logic_error("fp8 GEMMs run in an FP32 step only");
   }
@@ -206,6 +207,33 @@ Tensor<Real> workspace(const GemmCall& call, std::int64_t rows, std::int64_t col
   return make_tensor<Real>(call.ledger, rows, cols, MemoryCategory::gemm_workspace, call.element_bytes);
 }
 
+// DeepSeek-V3's Wgrad: dY and X as their Dgrad / Fprop GEMMs quantized them (1xT along
+// channels), re-quantized transposed (1xT along tokens); see requantize_transposed.hpp. Each
+// keeps the format its source GEMM gave it as an A operand (validate() has checked they are
+// Wgrad's A and B formats): dY^T stays E5M2 in the hybrid recipe, X^T E4M3. dY: rows x out;
+// first_b: X (rows x in) quantized as Fprop's A. With a tally, dyt and xt are dY^T and X^T as
+// computed, against which both roundings count.
+void requantized(const GemmCall& call, const float* dy, std::int64_t rows, std::int64_t out, const QuantizedTensor& first_b,
+                 Tensor<float>& dw, bool accumulate, std::span<const float> dyt, std::span<const float> xt) {
+  const GemmPrecision& sa = *call.requantize_source_a;
+  const GemmPrecision& sb = *call.requantize_source_b;
+  const std::int64_t m = out, n = first_b.cols, k = rows;
+  DeviceBuffer wa = call.ledger.allocate(quantized_bytes(k, m, sa.a_granularity) + quantized_bytes(m, k, sa.a_granularity),
+                                         MemoryCategory::gemm_workspace);
+  DeviceBuffer wb = call.ledger.allocate(quantized_bytes(k, n, sb.a_granularity) + quantized_bytes(n, k, sb.a_granularity),
+                                         MemoryCategory::gemm_workspace);
+  if (!dw.has_data()) return;
+  const SmallGemmThreads threads(m * n * k);
+  const std::span<const float> dys(dy, static_cast<std::size_t>(k * m));
+  const QuantizedTensor first_a = cpu::quantize(dys, k, m, quantize_config(sa, sa.a_format, sa.a_granularity));
+  const QuantizedTensor qa = cpu::requantize_transposed(first_a), qb = cpu::requantize_transposed(first_b);
+  if (call.tally) {
+    tally_requantized(qa, first_a, dyt, call.tally->a);
+    tally_requantized(qb, first_b, xt, call.tally->b);
+  }
+  gemm_into(qa, qb, call.precision.gemm, dw.data(), accumulate);
+}
+
 }  // namespace
 
 std::uint64_t operand_rounding_seed(std::span<const float> x, char which) {
@@ -253,30 +281,23 @@ void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, 
   if (xt.has_data() && transposes_read) transpose(x.row(row_begin), k, n, n, xt.data());
   if (!call.precision.requantize_transposed) return fp8_nt(call, dyt.data(), k, xt.data(), k, dw.data(), m, n, k, accumulate);
   if constexpr (std::is_same_v<Real, float>) {
-    // DeepSeek-V3: dY and X as their Dgrad / Fprop GEMMs quantized them (1xT along
-    // channels), re-quantized transposed (1xT along tokens); see requantize_transposed.hpp.
-    // Each keeps the format its source GEMM gave it as an A operand (validate() has checked
-    // they are Wgrad's A and B formats): dY^T stays E5M2 in the hybrid recipe, X^T E4M3.
-    const GemmPrecision& sa = *call.requantize_source_a;
     const GemmPrecision& sb = *call.requantize_source_b;
-    DeviceBuffer wa = call.ledger.allocate(quantized_bytes(k, m, sa.a_granularity) + quantized_bytes(m, k, sa.a_granularity),
-                                           MemoryCategory::gemm_workspace);
-    DeviceBuffer wb = call.ledger.allocate(quantized_bytes(k, n, sb.a_granularity) + quantized_bytes(n, k, sb.a_granularity),
-                                           MemoryCategory::gemm_workspace);
-    if (!dw.has_data()) return;
-    const SmallGemmThreads threads(m * n * k);
-    const std::span<const float> dys(dy.row(row_begin), static_cast<std::size_t>(k * m)), xs(x.row(row_begin), static_cast<std::size_t>(k * n));
-    const QuantizedTensor first_a = cpu::quantize(dys, k, m, quantize_config(sa, sa.a_format, sa.a_granularity));
-    const QuantizedTensor first_b = cpu::quantize(xs, k, n, quantize_config(sb, sb.a_format, sb.a_granularity));
-    const QuantizedTensor qa = cpu::requantize_transposed(first_a), qb = cpu::requantize_transposed(first_b);
-    if (call.tally) {  // against dY^T and X^T as computed (both roundings count)
-      tally_requantized(qa, first_a, std::span<const float>(dyt.data(), static_cast<std::size_t>(m * k)), call.tally->a);
-      tally_requantized(qb, first_b, std::span<const float>(xt.data(), static_cast<std::size_t>(n * k)), call.tally->b);
-    }
-    gemm_into(qa, qb, call.precision.gemm, dw.data(), accumulate);
+    const std::span<const float> xs(x.row(row_begin), static_cast<std::size_t>(k * n));
+    QuantizedTensor first_b;  // shapes-only: only the shape, for the ledger's counts
+    first_b.rows = k;
+    first_b.cols = n;
+    if (x.has_data()) first_b = cpu::quantize(xs, k, n, quantize_config(sb, sb.a_format, sb.a_granularity));
+    requantized(call, dy.has_data() ? dy.row(row_begin) : nullptr, k, m, first_b, dw, accumulate,
+                call.tally ? std::span<const float>(dyt.data(), static_cast<std::size_t>(m * k)) : std::span<const float>(),
+                call.tally ? std::span<const float>(xt.data(), static_cast<std::size_t>(n * k)) : std::span<const float>());
   } else {
     throw std::logic_error("fp8 GEMMs run in an FP32 step only");
   }
+}
+
+void wgrad_requantized(const GemmCall& call, const Tensor<float>& dy, const QuantizedTensor& x_fp8, Tensor<float>& dw,
+                       bool accumulate) {
+  requantized(call, dy.data(), dy.rows, dy.cols, x_fp8, dw, accumulate, {}, {});
 }
 
 template void fprop(const GemmCall&, const Tensor<float>&, const Tensor<float>&, Tensor<float>&);

@@ -33,6 +33,9 @@ struct GemmCall {
   // fp8 with delayed_scaling: the operands' scale states (delayed_operand_scales.hpp).
   DelayedOperand* delayed_a = nullptr;
   DelayedOperand* delayed_b = nullptr;
+  // fp8 Fprop and Dgrad: receives A (X, dY) as the GEMM quantized it (fp8lab.torch keeps Fprop's X
+  // so for a re-quantizing Wgrad, wgrad_requantized below).
+  QuantizedTensor* quantized_a = nullptr;
 };
 
 // The seed of an operand's stochastic rounding (GemmPrecision::a_rounding / b_rounding): a hash
@@ -50,5 +53,12 @@ void dgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& w, 
 template <class Real>
 void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, Tensor<Real>& dw, bool accumulate,
            std::int64_t row_begin, std::int64_t row_end);
+
+// Wgrad's re-quantizing path (precision.requantize_transposed: DeepSeek-V3's) on X as Fprop quantized
+// it (rows x in, 1xT tiles along in, e.g. kept by GemmCall::quantized_a): dW (+)= dY^T X over all of
+// dY's rows (dY: rows x out, FP32), X^T re-quantized from x_fp8 and dY^T from dY's Dgrad quantization,
+// as wgrad() computes them.
+void wgrad_requantized(const GemmCall& call, const Tensor<float>& dy, const QuantizedTensor& x_fp8, Tensor<float>& dw,
+                       bool accumulate);
 
 }  // namespace fp8lab::train

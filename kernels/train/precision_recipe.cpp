@@ -62,14 +62,33 @@ bool GemmPrecision::operator==(const GemmPrecision& o) const {
 
 bool PrecisionRecipe::fp64() const { return fprop.kind == GemmPrecision::Kind::fp64; }
 
-namespace {
-bool override_matches(const std::string& pattern, const std::string& layer) {
-  if (pattern.starts_with("*.")) {
-    const auto dot = layer.find('.');
-    return dot != std::string::npos && layer.substr(dot) == pattern.substr(1);
+bool override_matches(std::string_view pattern, std::string_view layer) {
+  // Wildcard matching with backtracking to the last '*': linear in practice for these short names.
+  std::size_t p = 0, l = 0, star = std::string_view::npos, resume = 0;
+  while (l < layer.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = l;
+    } else if (p < pattern.size() && pattern[p] == layer[l]) {
+      ++p;
+      ++l;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      l = ++resume;
+    } else {
+      return false;
+    }
   }
-  return pattern == layer;
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
 }
+
+RecipeLayers recipe_layers(const ModelConfig& model) {
+  return {"model " + model.name, linear_layer_names(model),
+          "L0..L" + std::to_string(model.layers - 1) + " .wq .wk .wv .wo .w1 .w2 .w3, *.<kind>, classifier"};
+}
+
+namespace {
 
 // One quantized operand's format, rule, tiles and rounding, refused with the GEMM and layer
 // named: the rule must serve the format (the nvfp4 rules take E2M1 only) and the tile
@@ -104,16 +123,17 @@ const GemmPrecision& PrecisionRecipe::resolve(const std::string& layer, GemmKind
   return *chosen;
 }
 
-void PrecisionRecipe::validate(const ModelConfig& model) const {
-  const std::vector<std::string> layers = linear_layer_names(model);
+void PrecisionRecipe::validate(const RecipeLayers& layers) const {
   for (const LayerOverride& o : overrides) {
     bool found = false;
-    for (const std::string& l : layers) found = found || override_matches(o.layer, l);
-    if (!found)
-      throw std::invalid_argument("layer '" + o.layer + "': model " + model.name + " has no such linear layer (L0.." +
-                                  "L" + std::to_string(model.layers - 1) + " .wq .wk .wv .wo .w1 .w2 .w3, *.<kind>, classifier)");
+    for (const std::string& l : layers.names) found = found || override_matches(o.layer, l);
+    if (!found && layers.overrides_must_match)
+      throw std::invalid_argument("layer '" + o.layer + "': " + layers.owner + " has no such linear layer (" +
+                                  layers.naming + ")");
   }
-  for (const std::string& l : layers)
+  // No names (a listing): the recipe's own GEMMs are checked, as those of a layer no override names.
+  const std::vector<std::string> checked = layers.names.empty() ? std::vector<std::string>{"every layer"} : layers.names;
+  for (const std::string& l : checked)
     for (GemmKind k : kGemmKinds) {
       const GemmPrecision& p = resolve(l, k);
       if ((p.kind == GemmPrecision::Kind::fp64) != fp64())
@@ -178,17 +198,25 @@ void PrecisionRecipe::check_step_tokens(std::int64_t tokens, int slices) const {
                                 " tokens: tokens / slices must be a multiple of 16");
 }
 
+const std::vector<std::string>& named_recipe_names() {
+  static const std::vector<std::string> names = {"fp64", "fp32", "bf16", "fp16", "deepseek_v3", "hybrid", "fp8_delayed"};
+  return names;
+}
+
 PrecisionRecipe named_recipe(std::string_view name) {
   using K = GemmPrecision::Kind;
-  const auto all = [&](GemmPrecision p) { return PrecisionRecipe{std::string(name), p, p, p, {}}; };
-  if (name == "fp64") return all(GemmPrecision::plain(K::fp64));
-  if (name == "fp32") return all(GemmPrecision::plain(K::fp32));
-  if (name == "bf16") return all(GemmPrecision::plain(K::bf16));
-  if (name == "fp16") return all(GemmPrecision::plain(K::fp16));
+  const auto all = [&](GemmPrecision p, const char* description) {
+    return PrecisionRecipe{std::string(name), description, p, p, p, {}};
+  };
+  if (name == "fp64") return all(GemmPrecision::plain(K::fp64), "every GEMM and op in FP64 (the reference)");
+  if (name == "fp32") return all(GemmPrecision::plain(K::fp32), "every GEMM in FP32, sums in order of K");
+  if (name == "bf16") return all(GemmPrecision::plain(K::bf16), "GEMM operands rounded to BF16, FP32 sums");
+  if (name == "fp16") return all(GemmPrecision::plain(K::fp16), "GEMM operands rounded to FP16, FP32 sums (loss scaling)");
   if (name == "deepseek_v3") {
     GemmPrecision p;
     p.kind = K::fp8;
-    PrecisionRecipe r = all(p);
+    PrecisionRecipe r = all(p, "DeepSeek-V3: E4M3, 1x128 activation tiles, 128x128 weight blocks, Hopper N_C 128, "
+                               "Wgrad re-quantized, classifier BF16");
     r.wgrad.requantize_transposed = true;
     r.wgrad.b_granularity = Granularity::tile(128);  // X^T re-quantized in 1x128 tiles along tokens
     const GemmPrecision bf16 = GemmPrecision::plain(K::bf16);
@@ -199,7 +227,7 @@ PrecisionRecipe named_recipe(std::string_view name) {
     GemmPrecision p;
     p.kind = K::fp8;
     p.a_granularity = p.b_granularity = Granularity::tensor();
-    PrecisionRecipe r = all(p);
+    PrecisionRecipe r = all(p, "Transformer Engine's HYBRID: E4M3 forward, E5M2 gradients, per-tensor scales, Hopper N_C 128");
     // Gradients in E5M2 (range), weights and activations in E4M3 (precision): the A operands
     // of Dgrad (dY) and Wgrad (dY^T); their B operands (W, X^T) stay E4M3.
     r.dgrad.a_format = r.wgrad.a_format = Fp8Format::e5m2;
@@ -208,13 +236,15 @@ PrecisionRecipe named_recipe(std::string_view name) {
   if (name == "fp8_delayed") {
     PrecisionRecipe r = named_recipe("hybrid");
     r.name = name;
+    r.description = "hybrid with Transformer Engine's delayed scaling (amax history 1024, max, margin 0), classifier BF16";
     for (GemmPrecision* p : {&r.fprop, &r.dgrad, &r.wgrad}) p->delayed_scaling = true;
     const GemmPrecision bf16 = GemmPrecision::plain(K::bf16);
     r.overrides.push_back({"classifier", bf16, bf16, bf16});
     return r;
   }
-  throw std::invalid_argument("recipe '" + std::string(name) +
-                              "' is not one of fp64, fp32, bf16, fp16, deepseek_v3, hybrid, fp8_delayed");
+  std::string known;
+  for (const std::string& n : named_recipe_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("recipe '" + std::string(name) + "' is not one of " + known);
 }
 
 }  // namespace fp8lab::train

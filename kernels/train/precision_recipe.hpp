@@ -72,14 +72,32 @@ const char* gemm_precision_kind_name(GemmPrecision::Kind kind);
 GemmPrecision::Kind parse_gemm_precision_kind(std::string_view text);  // throws std::invalid_argument
 
 // Per-layer override (precision decoupling): `layer` is a linear layer name ("L3.wo",
-// "classifier") or "*.<kind>" for that kind in every layer; unset kinds keep the recipe's.
+// "classifier") or a pattern in which '*' stands for any run of characters ("*.wo": that kind in
+// every layer; "layers.*.attention.wo" for a PyTorch module's names); unset kinds keep the recipe's.
 struct LayerOverride {
   std::string layer;
   std::optional<GemmPrecision> fprop, dgrad, wgrad;
 };
 
+// Whether an override's `layer` pattern names `layer` ('*': any run of characters, dots included).
+bool override_matches(std::string_view pattern, std::string_view layer);
+
+// The linear layers a recipe is checked against: an engine model's (recipe_layers(model)) or a
+// PyTorch module's (fp8lab.torch.convert), with how their names are written, for messages.
+struct RecipeLayers {
+  std::string owner;  // "model stories260K", "the module"
+  std::vector<std::string> names;  // empty (a listing): the recipe's own GEMMs are checked
+  std::string naming;  // e.g. "L0..L4 .wq .wk .wv .wo .w1 .w2 .w3, *.<kind>, classifier"
+  // An override that names none of them is an error (the engine: a typo would silently change
+  // nothing), or left to the caller (a listing; fp8lab.torch, which warns: a shipped recipe's
+  // "classifier" may have no counterpart in a PyTorch module).
+  bool overrides_must_match = true;
+};
+RecipeLayers recipe_layers(const ModelConfig& model);
+
 struct PrecisionRecipe {
   std::string name;
+  std::string description;  // one line, for listings (`fp8lab recipes`); empty when not given
   GemmPrecision fprop, dgrad, wgrad;
   std::vector<LayerOverride> overrides;  // later ones win
 
@@ -90,7 +108,8 @@ struct PrecisionRecipe {
   // lacks, fp64 mixed with other kinds, requantize_transposed without tile:1xT A operands
   // or beside rht, a scale rule that cannot serve a format or tile, MX/NVFP4 element formats
   // outside accumulation b200, delayed scaling with them, rht on a GEMM other than Wgrad.
-  void validate(const ModelConfig& model) const;
+  void validate(const RecipeLayers& layers) const;
+  void validate(const ModelConfig& model) const { validate(recipe_layers(model)); }
   // Throws std::invalid_argument when a GEMM of the recipe runs the RHT (rht) and a step's
   // token count, the K of its Wgrad, is no multiple of 16, or (slices:S policies, whose MLP
   // Wgrads run a slice at a time) tokens / S is not: caught before a run starts.
@@ -103,5 +122,7 @@ struct PrecisionRecipe {
 // X^T E4M3; per-tensor scales, hopper N_C 128), fp8_delayed (hybrid with Transformer Engine's
 // DelayedScaling defaults: amax history 1024, max reduction, margin 0, classifier in BF16).
 PrecisionRecipe named_recipe(std::string_view name);  // throws std::invalid_argument listing names
+// The names named_recipe knows, in the order above.
+const std::vector<std::string>& named_recipe_names();
 
 }  // namespace fp8lab::train

@@ -30,7 +30,7 @@ process's buffers); equal chunks are recognised by comparing 8 codes at a time (
 the NaN chunks, where whole chunks differ, are classed through a table indexed by the peer's
 code; the chunks are shared between --jobs processes (default 2, one per ctest processor).
 
-usage: formats_test.py [FORMAT...] [--jobs N] [--build build/cpu] [--results results/peers]
+usage: formats_test.py [FORMAT...] [--jobs N] [--build build/cpu] [--results build/cpu/peers-findings]
 """
 import concurrent.futures
 import ctypes

@@ -1,6 +1,7 @@
 """What every peers test shares: where things are, the peers' versions, and how a finding is
-written to results/peers/ (one JSON per test; results/peers/README.md is regenerated from all
-of them by write_findings.py after each test)."""
+written (one JSON per test into the --results folder, whose README.md write_findings.py regenerates
+from all of them after each test). ctest runs them with --results BUILD/peers-findings
+(run_peer.sh); tests/peers/update_findings.sh writes the committed copies in results/peers/."""
 import argparse
 import importlib.metadata
 import json
@@ -11,7 +12,7 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "results" / "peers"
+RESULTS = ROOT / "build" / "cpu" / "peers-findings"
 PEERS = ["torch", "ml_dtypes", "torchao", "mmasim", "safetensors", "numpy"]
 
 
@@ -42,7 +43,7 @@ def run(command, **kwargs):
 
 
 def write_finding(results, name, finding):
-    """results/peers/NAME.json (atomically: ctest -j runs peers tests side by side), then the README."""
+    """RESULTS/NAME.json (atomically: ctest -j runs peers tests side by side), then the README."""
     results.mkdir(parents=True, exist_ok=True)
     finding = {"test": name, "versions": versions(), **finding}
     path = results / f"{name}.json"

@@ -15,7 +15,7 @@ tests run under Debian's NumPy 1.24: the module's array handling is checked unde
   bfloat16, float8, requires_grad   no DLPack export NumPy accepts: the error is recorded (a
                             finding, not a failure), and must be an exception, never a result
 
-usage: pyapi_dlpack_test.py [--build build/cpu] [--results results/peers]
+usage: pyapi_dlpack_test.py [--build build/cpu] [--results build/cpu/peers-findings]
 """
 import importlib.machinery
 import sys
@@ -33,7 +33,7 @@ GEMM_CONFIGS = [{}, {"a_granularity": "row", "b_granularity": "row", "promotion"
 
 def import_fp8lab(build):
     folder = build / "python"
-    built = sorted(p.name for p in folder.glob("fp8lab*.so"))
+    built = sorted(p.name for p in (folder / "fp8lab").glob("_core*.so"))
     if not any(name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)) for name in built):
         sys.exit(f"FAILED: no fp8lab module in {folder} for this Python {sys.version.split()[0]} "
                  f"(suffixes {importlib.machinery.EXTENSION_SUFFIXES}); built: {built}")

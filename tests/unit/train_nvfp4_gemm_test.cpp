@@ -7,7 +7,7 @@
 #include <cstring>
 #include <random>
 
-#include "harness/train_recipe_toml.hpp"
+#include "harness/recipes/recipe_toml.hpp"
 #include "kernels/cpu/gemm_fp8_nt.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/hadamard_transform.hpp"

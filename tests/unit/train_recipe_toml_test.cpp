@@ -1,10 +1,10 @@
-// Precision recipes as TOML (harness/train_recipe_toml.hpp): the shipped files give the
+// Precision recipes as TOML (harness/recipes/recipe_toml.hpp): the shipped files give the
 // engine's named recipes, and every bad input is a SpecError (exit 2 in the CLI) naming the
 // file and the field.
 #include <catch2/catch.hpp>
 
 #include "harness/study/study_spec.hpp"
-#include "harness/train_recipe_toml.hpp"
+#include "harness/recipes/recipe_toml.hpp"
 
 using namespace fp8lab;
 using namespace fp8lab::train;

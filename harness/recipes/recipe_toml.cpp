@@ -1,4 +1,4 @@
-#include "harness/train_recipe_toml.hpp"
+#include "harness/recipes/recipe_toml.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -110,7 +110,7 @@ struct Reader {
 }  // namespace
 
 train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::filesystem::path& file,
-                                         const train::ModelConfig& model, bool allow_training_table) {
+                                         const train::RecipeLayers& layers, bool allow_training_table) {
   const Reader reader{file};
   toml::table root;
   try {
@@ -119,7 +119,7 @@ train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::fil
     throw SpecError(file.string() + ":" + std::to_string(e.source().begin.line) + ":" +
                     std::to_string(e.source().begin.column) + ": malformed TOML: " + std::string(e.description()));
   }
-  reader.only_keys(root, "", {"name", "base", "elementwise", "gemm", "fprop", "dgrad", "wgrad", "override", "training"});
+  reader.only_keys(root, "", {"name", "description", "base", "elementwise", "gemm", "fprop", "dgrad", "wgrad", "override", "training"});
   if (root.contains("training") && !allow_training_table)
     throw reader.error("training", "a recipe's [training] table (the seed techniques) is read by the train study kind only",
                        root.get("training"));
@@ -133,6 +133,7 @@ train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::fil
   }
   if (!root.contains("name")) throw reader.error("name", "missing");
   recipe.name = reader.string_at(root, "name", "name");
+  recipe.description = root.contains("description") ? reader.string_at(root, "description", "description") : "";
   if (root.contains("gemm")) {
     const toml::table& all = reader.table_at(root, "gemm", "gemm");
     for (GemmPrecision* p : {&recipe.fprop, &recipe.dgrad, &recipe.wgrad}) reader.apply_gemm(all, "gemm", *p, p == &recipe.wgrad);
@@ -172,12 +173,9 @@ train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::fil
         if (kind == train::GemmKind::wgrad) o.wgrad = p;
       }
       bool found = false;
-      for (const std::string& l : train::linear_layer_names(model))
-        found = found || l == o.layer || (o.layer.starts_with("*.") && l.ends_with(o.layer.substr(1)));
-      if (!found)
-        throw reader.error(field + ".layer", "model " + model.name + " has no linear layer '" + o.layer +
-                                                 "' (L0..L" + std::to_string(model.layers - 1) +
-                                                 " .wq .wk .wv .wo .w1 .w2 .w3, *.<kind>, classifier)",
+      for (const std::string& l : layers.names) found = found || train::override_matches(o.layer, l);
+      if (!found && layers.overrides_must_match)
+        throw reader.error(field + ".layer", layers.owner + " has no linear layer '" + o.layer + "' (" + layers.naming + ")",
                            t->get("layer"));
       recipe.overrides.push_back(std::move(o));
     }
@@ -189,20 +187,20 @@ train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::fil
                          root.get("elementwise"));
   }
   try {
-    recipe.validate(model);
+    recipe.validate(layers);
   } catch (const std::invalid_argument& e) {
     throw reader.error("gemm", e.what());
   }
   return recipe;
 }
 
-train::PrecisionRecipe load_recipe_toml(const std::filesystem::path& file, const train::ModelConfig& model,
+train::PrecisionRecipe load_recipe_toml(const std::filesystem::path& file, const train::RecipeLayers& layers,
                                         bool allow_training_table) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw SpecError(file.string() + ": cannot read the recipe file");
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  return parse_recipe_toml(buffer.str(), file, model, allow_training_table);
+  return parse_recipe_toml(buffer.str(), file, layers, allow_training_table);
 }
 
 }  // namespace fp8lab

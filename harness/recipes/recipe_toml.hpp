@@ -5,6 +5,7 @@
 // model lacks.
 //
 //   name = "deepseek_v3"
+//   description = "..."        # optional: one line, shown by `fp8lab recipes`
 //   base = "fp32"              # optional: start from a named recipe (fp64, fp32, bf16, fp16, deepseek_v3, hybrid, fp8_delayed)
 //   elementwise = "fp32"       # optional statement; must match what the step runs (fp64 only with fp64 GEMMs)
 //   [gemm]                     # keys for all three GEMM kinds ...
@@ -38,9 +39,19 @@
 
 namespace fp8lab {
 
-train::PrecisionRecipe load_recipe_toml(const std::filesystem::path& file, const train::ModelConfig& model,
+// Overrides are checked against `layers` (an engine model's, train::recipe_layers(model), or a
+// PyTorch module's): each must name at least one of them.
+train::PrecisionRecipe load_recipe_toml(const std::filesystem::path& file, const train::RecipeLayers& layers,
                                         bool allow_training_table = false);
 train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::filesystem::path& file,
-                                         const train::ModelConfig& model, bool allow_training_table = false);
+                                         const train::RecipeLayers& layers, bool allow_training_table = false);
+inline train::PrecisionRecipe load_recipe_toml(const std::filesystem::path& file, const train::ModelConfig& model,
+                                               bool allow_training_table = false) {
+  return load_recipe_toml(file, train::recipe_layers(model), allow_training_table);
+}
+inline train::PrecisionRecipe parse_recipe_toml(const std::string& text, const std::filesystem::path& file,
+                                                const train::ModelConfig& model, bool allow_training_table = false) {
+  return parse_recipe_toml(text, file, train::recipe_layers(model), allow_training_table);
+}
 
 }  // namespace fp8lab

@@ -1,0 +1,57 @@
+// fp8lab recipes: every precision recipe `fp8lab train --recipe`, the studies' recipe axes and
+// fp8lab.torch.convert accept, one line each (harness/recipes/recipe_catalog.hpp), and with
+// --show NAME what that recipe's three GEMMs are.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "harness/cli/commands.hpp"
+#include "harness/recipes/recipe_catalog.hpp"
+
+namespace fp8lab::cli {
+
+Command add_recipes_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("recipes", "List the precision recipes --recipe accepts (built in and shipped files)");
+  auto json = std::make_shared<bool>(false);
+  auto show = std::make_shared<std::string>();
+  sub->add_flag("--json", *json, "Print the list as JSON");
+  sub->add_option("--show", *show, "One recipe (a name or a .toml file): its GEMMs and overrides")->check(non_empty());
+  return {sub, [json, show] {
+            if (!show->empty()) {
+              train::RecipeLayers any;
+              any.overrides_must_match = false;
+              const train::PrecisionRecipe r = resolve_recipe(*show, std::filesystem::current_path(), any);
+              std::printf("%s: %s\n", r.name.c_str(), r.description.c_str());
+              for (train::GemmKind k : train::kGemmKinds) {
+                const train::GemmPrecision& p = k == train::GemmKind::fprop ? r.fprop : k == train::GemmKind::dgrad ? r.dgrad : r.wgrad;
+                std::printf("  %-6s %s\n", train::gemm_kind_name(k), p.describe().c_str());
+              }
+              for (const train::LayerOverride& o : r.overrides)
+                for (train::GemmKind k : train::kGemmKinds) {
+                  const auto& p = k == train::GemmKind::fprop ? o.fprop : k == train::GemmKind::dgrad ? o.dgrad : o.wgrad;
+                  if (p) std::printf("  %-6s of %s: %s\n", train::gemm_kind_name(k), o.layer.c_str(), p->describe().c_str());
+                }
+              return 0;
+            }
+            const std::vector<RecipeListing> listing = list_recipes();
+            if (*json) {
+              nlohmann::json j = {{"recipe_folder", recipe_folder().string()}, {"recipes", nlohmann::json::array()}};
+              for (const RecipeListing& r : listing)
+                j["recipes"].push_back({{"name", r.name}, {"description", r.description},
+                                        {"file", r.file.empty() ? nlohmann::json() : nlohmann::json(r.file.string())}});
+              std::printf("%s\n", j.dump(2).c_str());
+              return 0;
+            }
+            std::size_t width = 4;
+            for (const RecipeListing& r : listing) width = std::max(width, r.name.size());
+            for (const RecipeListing& r : listing)
+              std::printf("%-*s  %s%s\n", static_cast<int>(width), r.name.c_str(), r.file.empty() ? "(built in) " : "",
+                          r.description.c_str());
+            std::printf("\nfiles: %s (FP8LAB_RECIPES sets another folder); --recipe also takes any recipe file, "
+                        "path/to/recipe.toml (format: experiments/README.md)\n",
+                        recipe_folder().string().c_str());
+            return 0;
+          }};
+}
+
+}  // namespace fp8lab::cli

@@ -1,0 +1,164 @@
+"""The three GEMMs of a linear layer as torch.library custom ops, one op per GEMM, each with a fake
+(meta) implementation and Fprop's autograd: eager, torch.compile (no graph break), DDP and FSDP see
+one opaque op per GEMM. Each op computes exactly what the engine computes
+(kernels/train/linear_layer.hpp, through fp8lab._core) on memory torch owns, passed by address:
+inputs are read in place, outputs written in place.
+
+    fp8lab::fprop(x, w, layer)            -> (y, x_codes, x_scales, x_tensor_level)
+    fp8lab::dgrad(dy, w, layer)           -> dx
+    fp8lab::wgrad(dy, x, layer)           -> dw
+    fp8lab::wgrad_fp8(dy, x_codes, x_scales, x_tensor_level, layer) -> dw
+
+`layer` indexes the layers fp8lab.torch has made (register_layer): a recipe's three GEMMs for one
+module name. Operands are 2-D, contiguous, on the CPU, float32 (float64 under an FP64 recipe); the
+Python entry points (linear.py) flatten, convert and check before they call these. Fprop's x_*
+outputs are X as Fprop quantized it when the recipe's Wgrad re-quantizes that (DeepSeek-V3's), and
+empty tensors otherwise; autograd then saves them instead of X.
+"""
+import threading
+
+import torch
+
+_LAYERS = []
+_LAYERS_LOCK = threading.Lock()
+_THREADS = None
+
+
+def register_layer(plan):
+    """An int naming `plan` (an fp8lab._core._LinearLayer) in the ops' `layer` argument."""
+    with _LAYERS_LOCK:
+        _LAYERS.append(plan)
+        return len(_LAYERS) - 1
+
+
+def layer_plan(layer):
+    return _LAYERS[layer]
+
+
+def set_num_threads(n):
+    """Threads of fp8lab.torch's GEMMs (None: torch.get_num_threads(), the default). The bits do
+    not depend on it."""
+    global _THREADS
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+        raise ValueError(f"set_num_threads: a whole number >= 1 or None, got {n!r}")
+    _THREADS = n
+
+
+def get_num_threads():
+    return _THREADS if _THREADS is not None else torch.get_num_threads()
+
+
+def x_fp8_shapes(plan, m, k):
+    """Shapes of X kept in FP8: codes (m, k), the scale grid, the per-tensor level (3: decode, encode,
+    amax). The grid follows the quantizer's tiles (kernels/quantization.hpp): one scale per 1xT
+    tile, per row, per BxB block or per tensor. Written with // so symbolic sizes pass through."""
+    g = plan.x_granularity
+    kind, size = g["kind"], g["size"]
+    if kind == "tile":
+        grid = (m, (k + size - 1) // size)
+    elif kind == "row":
+        grid = (m, 1)
+    elif kind == "block":
+        grid = ((m + size - 1) // size, (k + size - 1) // size)
+    else:
+        grid = (1, 1)
+    return (m, k), grid, (3,)
+
+
+def _kept_outputs(plan, x, m, k, make):
+    if not plan.keeps_x_fp8:
+        return make((0,), torch.uint8), make((0,), torch.float32), make((0,), torch.float32)
+    codes, grid, level = x_fp8_shapes(plan, m, k)
+    return make(codes, torch.uint8), make(grid, torch.float32), make(level, torch.float32)
+
+
+@torch.library.custom_op("fp8lab::fprop", mutates_args=())
+def fprop(x: torch.Tensor, w: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    plan = _LAYERS[layer]
+    m, k = x.shape
+    n = w.shape[0]
+    y = torch.empty((m, n), dtype=x.dtype)
+    codes, scales, level = _kept_outputs(plan, x, m, k, lambda shape, dtype: torch.empty(shape, dtype=dtype))
+    plan.fprop(x.data_ptr(), m, k, w.data_ptr(), n, y.data_ptr(), x.dtype == torch.float64, codes.data_ptr(),
+               scales.data_ptr(), level.data_ptr(), get_num_threads())
+    return y, codes, scales, level
+
+
+@fprop.register_fake
+def _(x, w, layer):
+    plan = _LAYERS[layer]
+    m, k = x.shape
+    y = x.new_empty((m, w.shape[0]))
+    return (y,) + _kept_outputs(plan, x, m, k, lambda shape, dtype: x.new_empty(shape, dtype=dtype))
+
+
+@torch.library.custom_op("fp8lab::dgrad", mutates_args=())
+def dgrad(dy: torch.Tensor, w: torch.Tensor, layer: int) -> torch.Tensor:
+    m, n = dy.shape
+    k = w.shape[1]
+    dx = torch.empty((m, k), dtype=dy.dtype)
+    _LAYERS[layer].dgrad(dy.data_ptr(), m, n, w.data_ptr(), k, dx.data_ptr(), dy.dtype == torch.float64, get_num_threads())
+    return dx
+
+
+@dgrad.register_fake
+def _(dy, w, layer):
+    return dy.new_empty((dy.shape[0], w.shape[1]))
+
+
+@torch.library.custom_op("fp8lab::wgrad", mutates_args=())
+def wgrad(dy: torch.Tensor, x: torch.Tensor, layer: int) -> torch.Tensor:
+    m, n = dy.shape
+    k = x.shape[1]
+    dw = torch.empty((n, k), dtype=dy.dtype)
+    _LAYERS[layer].wgrad(dy.data_ptr(), m, n, x.data_ptr(), k, dw.data_ptr(), dy.dtype == torch.float64, get_num_threads())
+    return dw
+
+
+@wgrad.register_fake
+def _(dy, x, layer):
+    return dy.new_empty((dy.shape[1], x.shape[1]))
+
+
+@torch.library.custom_op("fp8lab::wgrad_fp8", mutates_args=())
+def wgrad_fp8(dy: torch.Tensor, x_codes: torch.Tensor, x_scales: torch.Tensor, x_tensor_level: torch.Tensor,
+              layer: int) -> torch.Tensor:
+    m, n = dy.shape
+    k = x_codes.shape[1]
+    dw = torch.empty((n, k), dtype=dy.dtype)
+    _LAYERS[layer].wgrad_from_fp8(dy.data_ptr(), m, n, x_codes.data_ptr(), x_scales.data_ptr(), x_tensor_level.data_ptr(),
+                                  k, dw.data_ptr(), get_num_threads())
+    return dw
+
+
+@wgrad_fp8.register_fake
+def _(dy, x_codes, x_scales, x_tensor_level, layer):
+    return dy.new_empty((dy.shape[1], x_codes.shape[1]))
+
+
+def _setup_context(ctx, inputs, output):
+    x, w, layer = inputs
+    _, codes, scales, level = output
+    ctx.layer = layer
+    ctx.kept_fp8 = _LAYERS[layer].keeps_x_fp8
+    # What the recipe keeps for backward: X's FP8 codes and scales when Wgrad re-quantizes them
+    # (about a quarter of X's FP32 bytes), else X. W is the parameter itself (float32) or its cast.
+    if ctx.kept_fp8:
+        ctx.save_for_backward(codes, scales, level, w)
+    else:
+        ctx.save_for_backward(x, w)
+    ctx.mark_non_differentiable(codes, scales, level)
+
+
+def _backward(ctx, dy, _codes, _scales, _level):
+    saved = ctx.saved_tensors
+    w = saved[-1]
+    dy = dy.contiguous()
+    dx = dgrad(dy, w, ctx.layer) if ctx.needs_input_grad[0] else None
+    dw = None
+    if ctx.needs_input_grad[1]:
+        dw = wgrad_fp8(dy, *saved[:3], ctx.layer) if ctx.kept_fp8 else wgrad(dy, saved[0], ctx.layer)
+    return dx, dw, None
+
+
+torch.library.register_autograd("fp8lab::fprop", _backward, setup_context=_setup_context)

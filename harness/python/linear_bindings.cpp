@@ -1,0 +1,192 @@
+// What fp8lab.torch runs in C++: recipes resolved by the same reader as `fp8lab train --recipe`
+// (harness/recipes/recipe_catalog.hpp), and a linear layer's three GEMMs
+// (kernels/train/linear_layer.hpp) on memory torch owns, passed as addresses with their shapes:
+// no copy in or out. The Python side (fp8lab/torch/_ops.py) checks dtype, contiguity and device
+// before it passes an address; these functions trust them and release the GIL while computing.
+#include <omp.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+#include "harness/python/bindings.hpp"
+#include "harness/recipes/recipe_catalog.hpp"
+#include "harness/recipes/recipe_toml.hpp"
+#include "kernels/train/linear_layer.hpp"
+
+namespace fp8lab::python {
+namespace py = pybind11;
+namespace {
+
+using train::GemmKind;
+using train::LinearLayer;
+using train::PrecisionRecipe;
+
+template <class T>
+T* at(std::uintptr_t address) {
+  return reinterpret_cast<T*>(address);
+}
+
+// The thread count of one call: torch's (or fp8lab.torch's) setting, on the calling thread
+// (autograd runs backward on its own threads), restored after.
+class Threads {
+ public:
+  explicit Threads(int n) : saved_(omp_get_max_threads()) {
+    if (n < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(n));
+    omp_set_num_threads(n);
+  }
+  ~Threads() { omp_set_num_threads(saved_); }
+  Threads(const Threads&) = delete;
+  Threads& operator=(const Threads&) = delete;
+
+ private:
+  int saved_;
+};
+
+// A module's layers: overrides that name none of them are left to fp8lab.torch, which warns.
+train::RecipeLayers module_layers(const std::vector<std::string>& names) {
+  return {"the module", names, "its torch.nn.Linear modules' qualified names; '*' matches any characters", false};
+}
+
+py::dict granularity_dict(const Granularity& g) {
+  py::dict d;
+  d["text"] = g.to_string();
+  d["kind"] = g.kind == Granularity::Kind::tensor ? "tensor"
+              : g.kind == Granularity::Kind::row  ? "row"
+              : g.kind == Granularity::Kind::tile ? "tile"
+                                                  : "block";
+  d["size"] = g.size;
+  return d;
+}
+
+// X as Fprop quantized it, rebuilt from the tensors fp8lab.torch kept: codes (m x k bytes), the
+// scale grid and the per-tensor level (decode, encode, amax).
+QuantizedTensor kept_x(const LinearLayer& layer, std::uintptr_t codes, std::uintptr_t scales, std::uintptr_t tensor_level,
+                       std::int64_t m, std::int64_t k) {
+  QuantizedTensor q = make_quantized_tensor(m, k, layer.x_fp8_config());
+  std::memcpy(q.codes.data(), at<const std::uint8_t>(codes), q.codes.size());
+  std::memcpy(q.scales.data(), at<const float>(scales), q.scales.size() * sizeof(float));
+  const float* level = at<const float>(tensor_level);
+  q.tensor_scale = {level[1], level[0]};
+  q.tensor_amax = level[2];
+  return q;
+}
+
+void add_layer_class(py::module_& module) {
+  py::class_<LinearLayer, std::shared_ptr<LinearLayer>>(module, "_LinearLayer",
+                                                        "One linear layer's three GEMMs under a recipe (fp8lab.torch)")
+      .def_property_readonly("layer", &LinearLayer::layer)
+      .def_property_readonly("fp64", &LinearLayer::fp64)
+      .def_property_readonly("keeps_x_fp8", &LinearLayer::keeps_x_fp8,
+                             "Wgrad re-quantizes X's Fprop quantization: backward keeps its FP8 codes and scales")
+      .def_property_readonly("x_granularity", [](const LinearLayer& l) { return granularity_dict(l.x_fp8_config().granularity); })
+      .def(
+          "describe", [](const LinearLayer& l, const std::string& kind) {
+            for (GemmKind k : train::kGemmKinds)
+              if (kind == train::gemm_kind_name(k)) return l.precision(k).describe();
+            throw std::invalid_argument("GEMM '" + kind + "' is not one of fprop, dgrad, wgrad");
+          },
+          py::arg("gemm"))
+      .def(
+          "fprop",
+          [](LinearLayer& l, std::uintptr_t x, std::int64_t m, std::int64_t k, std::uintptr_t w, std::int64_t n,
+             std::uintptr_t y, bool f64, std::uintptr_t codes, std::uintptr_t scales, std::uintptr_t tensor_level, int threads) {
+            py::gil_scoped_release unlocked;
+            const Threads team(threads);
+            if (f64) return l.fprop(at<const double>(x), m, k, at<const double>(w), n, at<double>(y));
+            QuantizedTensor q;
+            l.fprop(at<const float>(x), m, k, at<const float>(w), n, at<float>(y), l.keeps_x_fp8() ? &q : nullptr);
+            if (q.codes.empty()) return;  // X is not kept in FP8, or has no elements
+            std::memcpy(at<std::uint8_t>(codes), q.codes.data(), q.codes.size());
+            std::memcpy(at<float>(scales), q.scales.data(), q.scales.size() * sizeof(float));
+            float* level = at<float>(tensor_level);
+            level[0] = q.tensor_scale.decode;
+            level[1] = q.tensor_scale.encode;
+            level[2] = q.tensor_amax;
+          },
+          py::arg("x"), py::arg("m"), py::arg("k"), py::arg("w"), py::arg("n"), py::arg("y"), py::arg("f64"), py::arg("codes"),
+          py::arg("scales"), py::arg("tensor_level"), py::arg("threads"))
+      .def(
+          "dgrad",
+          [](LinearLayer& l, std::uintptr_t dy, std::int64_t m, std::int64_t n, std::uintptr_t w, std::int64_t k,
+             std::uintptr_t dx, bool f64, int threads) {
+            py::gil_scoped_release unlocked;
+            const Threads team(threads);
+            if (f64) return l.dgrad(at<const double>(dy), m, n, at<const double>(w), k, at<double>(dx));
+            l.dgrad(at<const float>(dy), m, n, at<const float>(w), k, at<float>(dx));
+          },
+          py::arg("dy"), py::arg("m"), py::arg("n"), py::arg("w"), py::arg("k"), py::arg("dx"), py::arg("f64"), py::arg("threads"))
+      .def(
+          "wgrad",
+          [](LinearLayer& l, std::uintptr_t dy, std::int64_t m, std::int64_t n, std::uintptr_t x, std::int64_t k,
+             std::uintptr_t dw, bool f64, int threads) {
+            py::gil_scoped_release unlocked;
+            const Threads team(threads);
+            if (f64) return l.wgrad(at<const double>(dy), m, n, at<const double>(x), k, at<double>(dw));
+            l.wgrad(at<const float>(dy), m, n, at<const float>(x), k, at<float>(dw));
+          },
+          py::arg("dy"), py::arg("m"), py::arg("n"), py::arg("x"), py::arg("k"), py::arg("dw"), py::arg("f64"), py::arg("threads"))
+      .def(
+          "wgrad_from_fp8",
+          [](LinearLayer& l, std::uintptr_t dy, std::int64_t m, std::int64_t n, std::uintptr_t codes, std::uintptr_t scales,
+             std::uintptr_t tensor_level, std::int64_t k, std::uintptr_t dw, int threads) {
+            py::gil_scoped_release unlocked;
+            const Threads team(threads);
+            if (m == 0 || n == 0 || k == 0) {
+              std::fill_n(at<float>(dw), n * k, 0.0f);
+              return;
+            }
+            l.wgrad(at<const float>(dy), m, n, kept_x(l, codes, scales, tensor_level, m, k), at<float>(dw));
+          },
+          py::arg("dy"), py::arg("m"), py::arg("n"), py::arg("codes"), py::arg("scales"), py::arg("tensor_level"), py::arg("k"),
+          py::arg("dw"), py::arg("threads"));
+}
+
+}  // namespace
+
+void add_linear_bindings(py::module_& m) {
+  py::class_<PrecisionRecipe, std::shared_ptr<PrecisionRecipe>>(m, "_Recipe", "A precision recipe, resolved and checked")
+      .def_readonly("name", &PrecisionRecipe::name)
+      .def_readonly("description", &PrecisionRecipe::description)
+      .def_property_readonly("fp64", &PrecisionRecipe::fp64)
+      .def_property_readonly("override_layers",
+                             [](const PrecisionRecipe& r) {
+                               std::vector<std::string> layers;
+                               for (const train::LayerOverride& o : r.overrides) layers.push_back(o.layer);
+                               return layers;
+                             })
+      .def(
+          "layer", [](const PrecisionRecipe& r, const std::string& name) { return std::make_shared<LinearLayer>(r, name); },
+          py::arg("name"), "The three GEMMs of the layer of that (module) name, overrides resolved");
+  add_layer_class(m);
+  m.def(
+      "_resolve_recipe",
+      [](const std::string& text, const std::string& base, const std::vector<std::string>& layers) {
+        return std::make_shared<PrecisionRecipe>(resolve_recipe(text, base, module_layers(layers)));
+      },
+      py::arg("text"), py::arg("base"), py::arg("layers"),
+      "A recipe name or .toml file (relative to base), its overrides checked against the layer names");
+  m.def(
+      "_parse_recipe",
+      [](const std::string& toml_text, const std::string& label, const std::vector<std::string>& layers) {
+        return std::make_shared<PrecisionRecipe>(parse_recipe_toml(toml_text, label, module_layers(layers)));
+      },
+      py::arg("toml_text"), py::arg("label"), py::arg("layers"), "A recipe from TOML text (errors name `label`)");
+  m.def(
+      "_list_recipes",
+      [] {
+        py::list out;
+        for (const RecipeListing& r : list_recipes()) out.append(py::make_tuple(r.name, r.description, r.file.string()));
+        return out;
+      },
+      "(name, description, file or '') of every recipe a name can give");
+  m.def("_override_matches", &train::override_matches, py::arg("pattern"), py::arg("layer"),
+        "Whether a recipe override's layer pattern names the layer ('*': any characters)");
+  m.def("_recipe_folder", [] { return recipe_folder().string(); });
+  m.def("_set_recipe_folder", [](const std::string& folder) { set_recipe_folder(folder); }, py::arg("folder"));
+}
+
+}  // namespace fp8lab::python

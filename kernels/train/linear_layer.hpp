@@ -1,0 +1,60 @@
+#pragma once
+// One linear layer's three GEMMs under a precision recipe, on row-major memory the caller owns:
+// what fp8lab.torch runs for a converted torch.nn.Linear. Each call is the engine's own
+// (linear_gemm.hpp: fprop, dgrad, wgrad with the layer's resolved GemmPrecision), so a recipe means
+// the same bits in the engine and in PyTorch.
+//   Fprop  Y  = X W^T   X: m x k (tokens x in), W: n x k (out x in), Y: m x n
+//   Dgrad  dX = dY W    dY: m x n, dX: m x k
+//   Wgrad  dW = dY^T X  dW: n x k
+// Real is float, or double under an FP64 recipe (whose step computes in FP64 throughout).
+//
+// What backward needs of X: under a recipe whose Wgrad re-quantizes X's Fprop quantization
+// (requantize_transposed, DeepSeek-V3's), the FP8 codes and scales Fprop made (keeps_x_fp8();
+// fprop() hands them out and wgrad() takes them), else X itself.
+//
+// Delayed scaling (Transformer Engine's DelayedScaling): the layer keeps each operand's amax history
+// and rolls it at the start of the next Fprop after any GEMM recorded an amax, so one history entry
+// per forward-backward pass (TE's once per forward; one optimizer step per pass).
+// Empty shapes (m, n or k = 0) give zeros, as torch's matmul does.
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "kernels/train/delayed_operand_scales.hpp"
+#include "kernels/train/precision_recipe.hpp"
+
+namespace fp8lab::train {
+
+class LinearLayer {
+ public:
+  // The recipe's three GEMMs for `layer` (its overrides resolved by that name).
+  LinearLayer(const PrecisionRecipe& recipe, std::string layer);
+
+  const std::string& layer() const { return layer_; }
+  const GemmPrecision& precision(GemmKind kind) const;
+  bool fp64() const { return fp64_; }
+  bool keeps_x_fp8() const;
+  QuantizeConfig x_fp8_config() const;  // Fprop's A quantization: what is kept when keeps_x_fp8()
+
+  // x_fp8: when keeps_x_fp8(), receives X as Fprop quantized it (else untouched).
+  template <class Real>
+  void fprop(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, Real* y,
+             QuantizedTensor* x_fp8 = nullptr);
+  template <class Real>
+  void dgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* w, std::int64_t k, Real* dx);
+  template <class Real>
+  void wgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* x, std::int64_t k, Real* dw);
+  // The re-quantizing Wgrad from X's Fprop quantization (keeps_x_fp8()).
+  void wgrad(const float* dy, std::int64_t m, std::int64_t n, const QuantizedTensor& x_fp8, float* dw);
+
+ private:
+  struct Call;
+  std::string layer_;
+  GemmPrecision fprop_, dgrad_, wgrad_;
+  bool fp64_ = false;
+  std::mutex delayed_mutex_;  // the delayed-scaling state below, when the recipe has it
+  DelayedOperandScales delayed_;
+  bool delayed_recorded_ = false;  // an amax was recorded since the last roll
+};
+
+}  // namespace fp8lab::train
