@@ -54,6 +54,20 @@ std::vector<float> rht_operand(const GemmOperand& x) {
   return y;
 }
 
+// One operand's rounding from its option and seed, refused naming the options.
+Rounding operand_rounding(const std::string& mode_text, const std::optional<std::uint64_t>& seed, char operand) {
+  const std::string option = std::string("--") + operand + "-rounding";
+  RoundingMode mode;
+  try {
+    mode = parse_rounding_mode(mode_text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(option + ": " + e.what());
+  }
+  if (seed && mode != RoundingMode::stochastic)
+    throw std::invalid_argument(std::string("--") + operand + "-seed: only " + option + " stochastic takes a seed");
+  return {mode, seed.value_or(0)};
+}
+
 }  // namespace
 
 std::string default_accum(const std::string& scheme) {
@@ -68,7 +82,9 @@ GemmJob::GemmJob(const GemmRequest& request)
       config_{AccumulationModel::parse(request_.accum), PromotionInterval::parse(request_.promotion),
               parse_output_type(request_.output)},
       a_granularity_(Granularity::parse(request_.a_granularity)),
-      b_granularity_(Granularity::parse(request_.b_granularity)) {
+      b_granularity_(Granularity::parse(request_.b_granularity)),
+      a_rounding_(operand_rounding(request_.a_rounding, request_.a_seed, 'a')),
+      b_rounding_(operand_rounding(request_.b_rounding, request_.b_seed, 'b')) {
   if (request_.threads < 0 || request_.threads > kMaxThreads)
     throw std::invalid_argument("--threads must be 0 (all cores) to " + std::to_string(kMaxThreads) + ", got " +
                                 std::to_string(request_.threads));
@@ -105,8 +121,8 @@ GemmResult GemmJob::run(const GemmOperand& a, const GemmOperand& b, const std::v
     a_in = transformed_a;
     b_in = transformed_b;
   }
-  r.qa = backend_->quantize(a_in, a.rows, a.cols, {format_, a_granularity_, scale_rule_});
-  r.qb = backend_->quantize(b_in, b.rows, b.cols, {b_format_, b_granularity_, scale_rule_});
+  r.qa = backend_->quantize(a_in, a.rows, a.cols, {format_, a_granularity_, scale_rule_, a_rounding_});
+  r.qb = backend_->quantize(b_in, b.rows, b.cols, {b_format_, b_granularity_, scale_rule_, b_rounding_});
   r.plan = plan_gemm(r.qa, r.qb, config_);  // refuses invalid combinations before any work
   if (std::string why = backend_->gemm_config_failure(r.qa, r.qb, config_); !why.empty())
     throw std::invalid_argument("--backend " + request_.backend + ": " + why);

@@ -39,6 +39,11 @@ struct GemmRequest {
   // exact product is unchanged ((A M)(B M)^T = A B^T), so the errors stay against the
   // untransformed originals and measure what the transform does to quantization.
   bool rht = false;
+  // Each operand's element rounding, as the quantizer's --rounding / --seed (kernels/formats/
+  // stochastic_rounding.hpp): "nearest", or "stochastic" with a seed (0 when not given), as a
+  // recipe's a_rounding / b_rounding round gradients. A seed with nearest rounding is refused.
+  std::string a_rounding = "nearest", b_rounding = "nearest";
+  std::optional<std::uint64_t> a_seed, b_seed;
 };
 
 // What an empty accum / promotion means for a request, in their spellings.
@@ -88,6 +93,7 @@ class GemmJob {
   ScaleRule scale_rule_;
   GemmConfig config_;
   Granularity a_granularity_, b_granularity_;
+  Rounding a_rounding_, b_rounding_;
   std::unique_ptr<Backend> backend_;
 };
 

@@ -98,7 +98,8 @@ int run_gemm(const GemmOptionsCli& o) {
         {"format", r.format}, {"b_format", format_name(job.b_format())}, {"scale_rule", r.scale}, {"a_granularity", ga.to_string()},
         {"b_granularity", gb.to_string()}, {"accumulation", config.accumulation.to_string()},
         {"promotion", config.promotion.to_string()}, {"promotion_elements", plan.interval},
-        {"output", r.output}, {"rht", r.rht}, {"backend", backend.name()}, {"device", backend.device()},
+        {"output", r.output}, {"rht", r.rht}, {"a_rounding", r.a_rounding}, {"b_rounding", r.b_rounding},
+        {"backend", backend.name()}, {"device", backend.device()},
         {"gemm_backend", route.backend}, {"gemm_fallback_reason", route.fallback_reason},
         {"rows_computed", errors.rows_computed}, {"cols_computed", errors.cols_computed},
         {"seconds", seconds},
@@ -180,6 +181,14 @@ Command add_gemm_command(CLI::App& app) {
                 "H16/4, FP32) before quantizing them; K must be a multiple of 16. The exact product is unchanged, so the "
                 "errors are still against the untransformed A * B^T (the FP32 rounding of the transform counts as "
                 "quantization error)");
+  for (const char operand : {'a', 'b'}) {
+    const std::string name(1, operand), upper(1, static_cast<char>(operand - 'a' + 'A'));
+    sub->add_option("--" + name + "-rounding", operand == 'a' ? o->request.a_rounding : o->request.b_rounding,
+                    upper + "'s element rounding: nearest or stochastic (as a recipe's " + name + "_rounding)")
+        ->capture_default_str();
+    sub->add_option("--" + name + "-seed", operand == 'a' ? o->request.a_seed : o->request.b_seed,
+                    "Seed of " + upper + "'s stochastic rounding (0 when not given)");
+  }
   sub->add_option("--promotion", o->request.promotion,
                   "Promote the partial to FP32 every N elements of K (a multiple of the depth that divides the scale "
                   "tile along K) or never. Default: 128, never under b200")

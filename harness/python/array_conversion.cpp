@@ -3,6 +3,8 @@
 #include "data/tensor_io/npy.hpp"
 #include "data/tensor_io/tensor.hpp"
 #include "harness/operand_checks.hpp"
+#include "harness/quantize_request.hpp"
+#include "kernels/train/linear_gemm.hpp"
 
 namespace fp8lab::python {
 namespace {
@@ -85,6 +87,18 @@ std::optional<FlatArray<double>> float64_values(py::handle object, const std::st
   return out;
 }
 
+std::optional<std::uint64_t> seed_of(const py::object& seed, const std::string& option) {
+  if (seed.is_none()) return std::nullopt;
+  const std::string text = py::str(seed);
+  if (!py::isinstance<py::int_>(seed) || py::isinstance<py::bool_>(seed))
+    throw std::invalid_argument(option + ": '" + text + "' is not a whole number from 0 to 2^64 - 1");
+  try {
+    return parse_seed(text);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(option + ": '" + text + "' is not a whole number from 0 to 2^64 - 1");
+  }
+}
+
 void add_array_bindings(py::module_& m) {
   m.def(
       "_operand_address",
@@ -92,6 +106,16 @@ void add_array_bindings(py::module_& m) {
       py::arg("x"),
       "The address of the float32 data the kernels would read for x (tests: equal to x.ctypes.data when x "
       "is read in place, different when it was copied or converted)");
+  m.def(
+      "operand_rounding_seed",
+      [](const py::object& x, const std::string& which) {
+        if (which != "a" && which != "b") throw std::invalid_argument("which must be 'a' or 'b', got '" + which + "'");
+        const FlatArray<float> v = float32_values(x, "x");
+        return train::operand_rounding_seed(v.values, which[0]);
+      },
+      py::arg("x"), py::arg("which"),
+      "The seed a recipe's stochastic rounding of GEMM operand `which` ('a' or 'b') with these float32 values "
+      "gets (a hash of its bits: kernels/train/linear_gemm.hpp), for fp8lab.gemm's a_seed / b_seed");
 }
 
 }  // namespace fp8lab::python

@@ -50,6 +50,10 @@ py::array_t<T> adopt(std::vector<T>&& values, const std::vector<std::int64_t>& s
   return py::array_t<T>(std::vector<py::ssize_t>(shape.begin(), shape.end()), owned->data(), free_when_done);
 }
 
+// A seed argument (seed=, a_seed=, ...): None or a Python int from 0 to 2^64 - 1, refused with
+// parse_seed's message under the CLI option's name for anything else.
+std::optional<std::uint64_t> seed_of(const py::object& seed, const std::string& option);
+
 void add_array_bindings(py::module_& m);
 
 }  // namespace fp8lab::python

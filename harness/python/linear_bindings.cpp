@@ -62,6 +62,34 @@ py::dict granularity_dict(const Granularity& g) {
   return d;
 }
 
+// One GEMM's precision as data: its kind, and for fp8 the keywords fp8lab.gemm takes for it
+// (format, b_format, granularities, scale, accum, promotion, rht, roundings) and what fp8lab.gemm
+// cannot be told (requantize_transposed, delayed_scaling).
+py::dict gemm_options(const train::GemmPrecision& p) {
+  py::dict d;
+  d["kind"] = train::gemm_precision_kind_name(p.kind);
+  if (p.kind != train::GemmPrecision::Kind::fp8) return d;
+  d["format"] = format_name(p.a_format);
+  d["b_format"] = format_name(p.b_format);
+  d["a_granularity"] = p.a_granularity.to_string();
+  d["b_granularity"] = p.b_granularity.to_string();
+  d["scale"] = scale_rule_name(p.scale_rule);
+  d["accum"] = p.gemm.accumulation.to_string();
+  d["promotion"] = p.gemm.promotion.to_string();
+  d["rht"] = p.rht;
+  d["a_rounding"] = p.a_rounding == RoundingMode::stochastic ? "stochastic" : "nearest";
+  d["b_rounding"] = p.b_rounding == RoundingMode::stochastic ? "stochastic" : "nearest";
+  d["requantize_transposed"] = p.requantize_transposed;
+  d["delayed_scaling"] = p.delayed_scaling;
+  return d;
+}
+
+GemmKind gemm_kind(const std::string& kind) {
+  for (GemmKind k : train::kGemmKinds)
+    if (kind == train::gemm_kind_name(k)) return k;
+  throw std::invalid_argument("GEMM '" + kind + "' is not one of fprop, dgrad, wgrad");
+}
+
 // X as Fprop quantized it, rebuilt from the tensors fp8lab.torch kept: codes (m x k bytes), the
 // scale grid and the per-tensor level (decode, encode, amax).
 QuantizedTensor kept_x(const LinearLayer& layer, std::uintptr_t codes, std::uintptr_t scales, std::uintptr_t tensor_level,
@@ -84,12 +112,11 @@ void add_layer_class(py::module_& module) {
                              "Wgrad re-quantizes X's Fprop quantization: backward keeps its FP8 codes and scales")
       .def_property_readonly("x_granularity", [](const LinearLayer& l) { return granularity_dict(l.x_fp8_config().granularity); })
       .def(
-          "describe", [](const LinearLayer& l, const std::string& kind) {
-            for (GemmKind k : train::kGemmKinds)
-              if (kind == train::gemm_kind_name(k)) return l.precision(k).describe();
-            throw std::invalid_argument("GEMM '" + kind + "' is not one of fprop, dgrad, wgrad");
-          },
-          py::arg("gemm"))
+          "describe", [](const LinearLayer& l, const std::string& kind) { return l.precision(gemm_kind(kind)).describe(); },
+          py::arg("gemm"), "What the GEMM computes, in one line")
+      .def(
+          "options", [](const LinearLayer& l, const std::string& kind) { return gemm_options(l.precision(gemm_kind(kind))); },
+          py::arg("gemm"), "The GEMM's precision as data (fp8: fp8lab.gemm's keywords for it)")
       .def(
           "fprop",
           [](LinearLayer& l, std::uintptr_t x, std::int64_t m, std::int64_t k, std::uintptr_t w, std::int64_t n,

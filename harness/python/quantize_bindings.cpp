@@ -11,19 +11,11 @@
 namespace fp8lab::python {
 namespace {
 
-// seed=: None or a Python int from 0 to 2^64 - 1 (parse_seed's message for anything else).
-std::optional<std::uint64_t> seed_of(const py::object& seed) {
-  if (seed.is_none()) return std::nullopt;
-  if (!py::isinstance<py::int_>(seed) || py::isinstance<py::bool_>(seed))
-    throw std::invalid_argument("--seed: '" + std::string(py::str(seed)) + "' is not a whole number from 0 to 2^64 - 1");
-  return parse_seed(std::string(py::str(seed)));
-}
-
 QuantizedTensor quantize(const py::object& x, const std::string& granularity, const std::string& format,
                          const std::string& scale, const std::string& backend, const std::string& rounding,
                          const py::object& seed) {
   const Granularity g = Granularity::parse(granularity);  // first, as the CLI parses --granularity first
-  const QuantizeJob job(QuantizeRequest{format, scale, backend, rounding, seed_of(seed)});
+  const QuantizeJob job(QuantizeRequest{format, scale, backend, rounding, seed_of(seed, "--seed")});
   const FlatArray<float> values = float32_matrix(x, "x");
   py::gil_scoped_release unlocked;
   return job.quantize(values.values, values.shape[0], values.shape[1], g);

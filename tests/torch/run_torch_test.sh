@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# One fp8lab.torch test: tests/torch/run_torch_test.sh SCRIPT.py BUILD_DIR [ARGS...]
+# Runs the script with the pinned torch of the peers' venv (tests/peers/setup_venv.sh installs it,
+# or exits 77, ctest's "skipped", with the reason when PyPI cannot be reached) and the fp8lab
+# package of BUILD_DIR/python. No bytecode is written into the source tree.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+script="$1" build="$2"
+shift 2
+venv="${FP8LAB_PEERS_VENV:-$root/build/peers-venv}"
+bash "$root/tests/peers/setup_venv.sh" "$venv"
+rc=$?
+((rc == 0)) || exit "$rc"
+export PATH="$venv/bin:$PATH" PYTHONPATH="$build/python:$here" PYTHONDONTWRITEBYTECODE=1 FP8LAB_BUILD="$build"
+exec "$venv/bin/python" "$here/$script" "$@"
