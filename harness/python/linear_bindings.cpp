@@ -120,12 +120,14 @@ void add_layer_class(py::module_& module) {
       .def(
           "fprop",
           [](LinearLayer& l, std::uintptr_t x, std::int64_t m, std::int64_t k, std::uintptr_t w, std::int64_t n,
-             std::uintptr_t y, bool f64, std::uintptr_t codes, std::uintptr_t scales, std::uintptr_t tensor_level, int threads) {
+             std::uintptr_t bias, std::uintptr_t y, bool f64, std::uintptr_t codes, std::uintptr_t scales,
+             std::uintptr_t tensor_level, int threads) {
             py::gil_scoped_release unlocked;
             const Threads team(threads);
-            if (f64) return l.fprop(at<const double>(x), m, k, at<const double>(w), n, at<double>(y));
+            if (f64) return l.fprop(at<const double>(x), m, k, at<const double>(w), n, at<const double>(bias), at<double>(y));
             QuantizedTensor q;
-            l.fprop(at<const float>(x), m, k, at<const float>(w), n, at<float>(y), l.keeps_x_fp8() ? &q : nullptr);
+            l.fprop(at<const float>(x), m, k, at<const float>(w), n, at<const float>(bias), at<float>(y),
+                    l.keeps_x_fp8() ? &q : nullptr);
             if (q.codes.empty()) return;  // X is not kept in FP8, or has no elements
             std::memcpy(at<std::uint8_t>(codes), q.codes.data(), q.codes.size());
             std::memcpy(at<float>(scales), q.scales.data(), q.scales.size() * sizeof(float));
@@ -134,8 +136,8 @@ void add_layer_class(py::module_& module) {
             level[1] = q.tensor_scale.encode;
             level[2] = q.tensor_amax;
           },
-          py::arg("x"), py::arg("m"), py::arg("k"), py::arg("w"), py::arg("n"), py::arg("y"), py::arg("f64"), py::arg("codes"),
-          py::arg("scales"), py::arg("tensor_level"), py::arg("threads"))
+          py::arg("x"), py::arg("m"), py::arg("k"), py::arg("w"), py::arg("n"), py::arg("bias"), py::arg("y"), py::arg("f64"),
+          py::arg("codes"), py::arg("scales"), py::arg("tensor_level"), py::arg("threads"))
       .def(
           "dgrad",
           [](LinearLayer& l, std::uintptr_t dy, std::int64_t m, std::int64_t n, std::uintptr_t w, std::int64_t k,
@@ -189,6 +191,15 @@ void add_linear_bindings(py::module_& m) {
           "layer", [](const PrecisionRecipe& r, const std::string& name) { return std::make_shared<LinearLayer>(r, name); },
           py::arg("name"), "The three GEMMs of the layer of that (module) name, overrides resolved");
   add_layer_class(m);
+  m.def(
+      "_bias_grad",
+      [](std::uintptr_t dy, std::int64_t rows, std::int64_t cols, std::uintptr_t db, bool f64) {
+        py::gil_scoped_release unlocked;
+        if (f64) return LinearLayer::bias_grad(at<const double>(dy), rows, cols, at<double>(db));
+        LinearLayer::bias_grad(at<const float>(dy), rows, cols, at<float>(db));
+      },
+      py::arg("dy"), py::arg("m"), py::arg("n"), py::arg("db"), py::arg("f64"),
+      "db = column sums of dY (m x n), in FP64 in order of rows, rounded once");
   m.def(
       "_resolve_recipe",
       [](const std::string& text, const std::string& base, const std::vector<std::string>& layers) {

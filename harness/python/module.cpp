@@ -8,6 +8,7 @@
 #include "data/tensor_io/tensor.hpp"
 #include "harness/python/array_conversion.hpp"
 #include "harness/python/bindings.hpp"
+#include "harness/study/study_spec.hpp"
 
 PYBIND11_MODULE(_core, m) {
   m.doc() =
@@ -24,6 +25,8 @@ PYBIND11_MODULE(_core, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const fp8lab::TensorFileError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const fp8lab::SpecError& e) {  // a recipe file's error: file, line and field named
       PyErr_SetString(PyExc_ValueError, e.what());
     }
   });

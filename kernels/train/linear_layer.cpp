@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/train/linear_gemm.hpp"
@@ -21,6 +22,9 @@ Tensor<Real> view(const Real* data, std::int64_t rows, std::int64_t cols) {
   t.view = const_cast<Real*>(data);
   return t;
 }
+
+// Below this many outputs the bias is added on one thread.
+constexpr std::int64_t kParallelBiasElements = std::int64_t{1} << 16;
 
 template <class Real>
 bool empty_gemm(std::int64_t m, std::int64_t n, std::int64_t k, Real* out, std::int64_t out_size) {
@@ -70,8 +74,26 @@ bool LinearLayer::keeps_x_fp8() const { return wgrad_.kind == GemmPrecision::Kin
 QuantizeConfig LinearLayer::x_fp8_config() const { return {fprop_.a_format, fprop_.a_granularity, fprop_.scale_rule}; }
 
 template <class Real>
-void LinearLayer::fprop(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, Real* y,
-                        QuantizedTensor* x_fp8) {
+void LinearLayer::fprop(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, const Real* bias,
+                        Real* y, QuantizedTensor* x_fp8) {
+  fprop_gemm(x, m, k, w, n, y, x_fp8);
+  if (!bias) return;
+#pragma omp parallel for schedule(static) if (m * n >= kParallelBiasElements)
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) y[i * n + j] += bias[j];
+}
+
+template <class Real>
+void LinearLayer::bias_grad(const Real* dy, std::int64_t m, std::int64_t n, Real* db) {
+  std::vector<double> sums(static_cast<std::size_t>(n), 0.0);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) sums[static_cast<std::size_t>(j)] += static_cast<double>(dy[i * n + j]);
+  for (std::int64_t j = 0; j < n; ++j) db[j] = static_cast<Real>(sums[static_cast<std::size_t>(j)]);
+}
+
+template <class Real>
+void LinearLayer::fprop_gemm(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, Real* y,
+                             QuantizedTensor* x_fp8) {
   if (empty_gemm(m, n, k, y, m * n)) {
     if constexpr (std::is_same_v<Real, float>)  // no output, but backward still reads X's quantization
       if (x_fp8 && keeps_x_fp8() && m > 0 && k > 0)
@@ -111,8 +133,12 @@ void LinearLayer::wgrad(const float* dy, std::int64_t m, std::int64_t n, const Q
   wgrad_requantized(call.gemm, view(dy, m, n), x_fp8, out, false);
 }
 
-template void LinearLayer::fprop(const float*, std::int64_t, std::int64_t, const float*, std::int64_t, float*, QuantizedTensor*);
-template void LinearLayer::fprop(const double*, std::int64_t, std::int64_t, const double*, std::int64_t, double*, QuantizedTensor*);
+template void LinearLayer::fprop(const float*, std::int64_t, std::int64_t, const float*, std::int64_t, const float*, float*,
+                                 QuantizedTensor*);
+template void LinearLayer::fprop(const double*, std::int64_t, std::int64_t, const double*, std::int64_t, const double*,
+                                 double*, QuantizedTensor*);
+template void LinearLayer::bias_grad(const float*, std::int64_t, std::int64_t, float*);
+template void LinearLayer::bias_grad(const double*, std::int64_t, std::int64_t, double*);
 template void LinearLayer::dgrad(const float*, std::int64_t, std::int64_t, const float*, std::int64_t, float*);
 template void LinearLayer::dgrad(const double*, std::int64_t, std::int64_t, const double*, std::int64_t, double*);
 template void LinearLayer::wgrad(const float*, std::int64_t, std::int64_t, const float*, std::int64_t, float*);

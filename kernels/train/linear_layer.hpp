@@ -16,6 +16,10 @@
 // and rolls it at the start of the next Fprop after any GEMM recorded an amax, so one history entry
 // per forward-backward pass (TE's once per forward; one optimizer step per pass).
 // Empty shapes (m, n or k = 0) give zeros, as torch's matmul does.
+//
+// A bias (nn.Linear's; the engine's model has none) is added to the GEMM's output, one rounding
+// per element, and its gradient is each column of dY summed in FP64 in order of rows, rounded
+// once: the same bits on any thread count, in eager and compiled graphs alike.
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -37,8 +41,9 @@ class LinearLayer {
   QuantizeConfig x_fp8_config() const;  // Fprop's A quantization: what is kept when keeps_x_fp8()
 
   // x_fp8: when keeps_x_fp8(), receives X as Fprop quantized it (else untouched).
+  // bias: n values or nullptr.
   template <class Real>
-  void fprop(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, Real* y,
+  void fprop(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, const Real* bias, Real* y,
              QuantizedTensor* x_fp8 = nullptr);
   template <class Real>
   void dgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* w, std::int64_t k, Real* dx);
@@ -46,9 +51,15 @@ class LinearLayer {
   void wgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* x, std::int64_t k, Real* dw);
   // The re-quantizing Wgrad from X's Fprop quantization (keeps_x_fp8()).
   void wgrad(const float* dy, std::int64_t m, std::int64_t n, const QuantizedTensor& x_fp8, float* dw);
+  // The bias gradient: db[j] = sum over rows i of dY[i][j] (dY: m x n).
+  template <class Real>
+  static void bias_grad(const Real* dy, std::int64_t m, std::int64_t n, Real* db);
 
  private:
   struct Call;
+  template <class Real>
+  void fprop_gemm(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, Real* y,
+                  QuantizedTensor* x_fp8);
   std::string layer_;
   GemmPrecision fprop_, dgrad_, wgrad_;
   bool fp64_ = false;

@@ -27,7 +27,7 @@ def same_bits(a, b):
 
 
 def describe_difference(a, b):
-    a, b = torch.as_tensor(a).double(), torch.as_tensor(b).double()
+    a, b = torch.as_tensor(a).detach().double(), torch.as_tensor(b).detach().double()
     if a.shape != b.shape:
         return f"shapes {tuple(a.shape)} vs {tuple(b.shape)}"
     d = (a - b).abs()

@@ -4,10 +4,11 @@ one opaque op per GEMM. Each op computes exactly what the engine computes
 (kernels/train/linear_layer.hpp, through fp8lab._core) on memory torch owns, passed by address:
 inputs are read in place, outputs written in place.
 
-    fp8lab::fprop(x, w, layer)            -> (y, x_codes, x_scales, x_tensor_level)
+    fp8lab::fprop(x, w, bias, layer)      -> (y, x_codes, x_scales, x_tensor_level)   y = x w^T + bias
     fp8lab::dgrad(dy, w, layer)           -> dx
     fp8lab::wgrad(dy, x, layer)           -> dw
     fp8lab::wgrad_fp8(dy, x_codes, x_scales, x_tensor_level, layer) -> dw
+    fp8lab::bias_grad(dy)                 -> db   (column sums in FP64, in order of rows)
 
 `layer` indexes the layers fp8lab.torch has made (register_layer): a recipe's three GEMMs for one
 module name. Operands are 2-D, contiguous, on the CPU, float32 (float64 under an FP64 recipe); the
@@ -16,8 +17,11 @@ outputs are X as Fprop quantized it when the recipe's Wgrad re-quantizes that (D
 empty tensors otherwise; autograd then saves them instead of X.
 """
 import threading
+from typing import Optional
 
 import torch
+
+from .. import _core
 
 _LAYERS = []
 _LAYERS_LOCK = threading.Lock()
@@ -73,19 +77,20 @@ def _kept_outputs(plan, x, m, k, make):
 
 
 @torch.library.custom_op("fp8lab::fprop", mutates_args=())
-def fprop(x: torch.Tensor, w: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def fprop(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor],
+          layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     plan = _LAYERS[layer]
     m, k = x.shape
     n = w.shape[0]
     y = torch.empty((m, n), dtype=x.dtype)
     codes, scales, level = _kept_outputs(plan, x, m, k, lambda shape, dtype: torch.empty(shape, dtype=dtype))
-    plan.fprop(x.data_ptr(), m, k, w.data_ptr(), n, y.data_ptr(), x.dtype == torch.float64, codes.data_ptr(),
-               scales.data_ptr(), level.data_ptr(), get_num_threads())
+    plan.fprop(x.data_ptr(), m, k, w.data_ptr(), n, 0 if bias is None else bias.data_ptr(), y.data_ptr(),
+               x.dtype == torch.float64, codes.data_ptr(), scales.data_ptr(), level.data_ptr(), get_num_threads())
     return y, codes, scales, level
 
 
 @fprop.register_fake
-def _(x, w, layer):
+def _(x, w, bias, layer):
     plan = _LAYERS[layer]
     m, k = x.shape
     y = x.new_empty((m, w.shape[0]))
@@ -136,8 +141,21 @@ def _(dy, x_codes, x_scales, x_tensor_level, layer):
     return dy.new_empty((dy.shape[1], x_codes.shape[1]))
 
 
+@torch.library.custom_op("fp8lab::bias_grad", mutates_args=())
+def bias_grad(dy: torch.Tensor) -> torch.Tensor:
+    m, n = dy.shape
+    db = torch.empty((n,), dtype=dy.dtype)
+    _core._bias_grad(dy.data_ptr(), m, n, db.data_ptr(), dy.dtype == torch.float64)
+    return db
+
+
+@bias_grad.register_fake
+def _(dy):
+    return dy.new_empty((dy.shape[1],))
+
+
 def _setup_context(ctx, inputs, output):
-    x, w, layer = inputs
+    x, w, _bias, layer = inputs
     _, codes, scales, level = output
     ctx.layer = layer
     ctx.kept_fp8 = _LAYERS[layer].keeps_x_fp8
@@ -158,7 +176,8 @@ def _backward(ctx, dy, _codes, _scales, _level):
     dw = None
     if ctx.needs_input_grad[1]:
         dw = wgrad_fp8(dy, *saved[:3], ctx.layer) if ctx.kept_fp8 else wgrad(dy, saved[0], ctx.layer)
-    return dx, dw, None
+    db = bias_grad(dy) if ctx.needs_input_grad[2] else None
+    return dx, dw, db, None
 
 
 torch.library.register_autograd("fp8lab::fprop", _backward, setup_context=_setup_context)

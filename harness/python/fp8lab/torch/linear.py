@@ -44,9 +44,13 @@ def _apply(x, weight, bias, layer, recipe_name):
     leading = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1]).to(compute).contiguous()
     w2 = weight.to(compute).contiguous()
-    y = _ops.fprop(x2, w2, layer)[0]
     if bias is not None:
-        y = y + bias.to(compute)
+        _refuse_device(recipe_name, "fprop", bias)
+        if bias.shape != (weight.shape[0],):
+            raise ValueError(f"fp8lab.torch.linear: bias {tuple(bias.shape)} is not ({weight.shape[0]},), the weight's "
+                             "out_features")
+        bias = bias.to(compute).contiguous()
+    y = _ops.fprop(x2, w2, bias, layer)[0]
     return y.reshape(*leading, weight.shape[0]).to(x.dtype)
 
 
