@@ -46,9 +46,9 @@ int choose_tiled_block_n(std::int64_t m_blocks, std::int64_t n, int sms, std::sp
 WgmmaTiledPlan plan_wgmma_tiled_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
                                      int sms) {
   WgmmaTiledPlan plan;
-  plan.launch = plan_wgmma_gemm(a, b, config);
+  plan.launch = plan_wgmma_gemm(a, b, config, true);
   plan.a = addressing(a);
-  plan.b = plan.launch.b_scale_per_column ? ScaleAddressing{} : addressing(b);
+  plan.b = addressing(b);  // per column (row, tile:1x128): scales[column * scale_cols + (kb >> k_shift)]
   plan.m_blocks = (a.rows + kWgmmaBlockM - 1) / kWgmmaBlockM;
   const bool all_widths = a.config.format == Fp8Format::e4m3 && !plan.launch.b_scale_per_column;
   std::span<const int> widths = kTiledNarrowWidths;

@@ -25,7 +25,8 @@ inline constexpr int kTiledNarrowWidths[] = {128};
 // Scale addressing: the scale of (row r, 128-K stage kb) is
 //   scales[(r >> row_shift) * scale_cols + (kb >> k_shift)]
 // tile:1x128 gives shifts 0 and 0, row 0 and 30, tensor 30 and 30 (r, kb < 2^30), a B block of
-// BxB rows log2 B and log2 B - 7. B per row of B (per output column) reads scales[column].
+// BxB rows log2 B and log2 B - 7. B per row or per tile:1x128 is read per output column (the
+// kernel's per-column instances), per stage when k_shift < 30.
 struct ScaleAddressing {
   int row_shift = 0, k_shift = 0;
   std::int64_t scale_cols = 1;
@@ -45,7 +46,7 @@ struct WgmmaTiledPlan {
 // measurement). Ties go to the wider tile.
 int choose_tiled_block_n(std::int64_t m_blocks, std::int64_t n, int sms, std::span<const int> widths);
 
-// plan_wgmma_gemm's checks and launch plan, the width chosen for `sms` SMs among the instances
+// plan_wgmma_gemm's checks (B per tile:1x128 allowed) and launch plan, the width chosen for `sms` SMs among the instances
 // built for these operands, and the scale addressing. Throws std::invalid_argument as
 // plan_wgmma_gemm does, and for a B block that is not a power of two.
 WgmmaTiledPlan plan_wgmma_tiled_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,

@@ -253,11 +253,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float* b_row0 = b_scales;
     const float* b_row1 = b_scales;
     unsigned second = 0;  // 8-column groups in the tile's second B block
-    if constexpr (kBPerColumn) {  // per row of B: constant along K, read once per tile
-#pragma unroll
-      for (int j = 0; j < kBlockN / 4; ++j)
-        b_column[j] = __ldg(&b_scales[min(tile.n0 + 8 * (j / 2) + column_in_tile + j % 2, p.n - 1)]);
-    } else {
+    if constexpr (!kBPerColumn) {
       const int block0 = tile.n0 >> p.b.row_shift, last = (p.n - 1) >> p.b.row_shift;
       b_row0 = b_scales + static_cast<long long>(block0) * p.b.scale_cols;
       b_row1 = b_scales + static_cast<long long>(min(block0 + 1, last)) * p.b.scale_cols;
@@ -274,6 +270,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       const float a0 = __ldg(a_row0 + (kb >> p.a.k_shift)), a1 = __ldg(a_row1 + (kb >> p.a.k_shift));
       const float b0 = kBPerColumn ? 1.0f : __ldg(b_row0 + (kb >> p.b.k_shift));
       const float b1 = kBPerColumn ? 1.0f : __ldg(b_row1 + (kb >> p.b.k_shift));
+      if constexpr (kBPerColumn) {  // B per row (the same every stage: L1 hits) or per tile:1x128 (Wgrad's X^T)
+#pragma unroll
+        for (int j = 0; j < kBlockN / 4; ++j) {
+          const int column = min(tile.n0 + 8 * (j / 2) + column_in_tile + j % 2, p.n - 1);
+          b_column[j] = __ldg(b_scales + static_cast<long long>(column) * p.b.scale_cols + (kb >> p.b.k_shift));
+        }
+      }
       hopper::barrier_wait(&full[stage], phase);
 
       const std::uint64_t desc_a = hopper::swizzle128_descriptor(a_tiles + stage * kATileBytes + consumer * 64 * 128);

@@ -13,6 +13,8 @@
 //   no division in the main loop: scales are found by shifts fixed per GEMM, and s_a * s_b is
 //     two to four multiplies per stage instead of one per accumulator (B's block is one scale
 //     for 8 adjacent columns; a tile that crosses a B block boundary picks per 8 columns);
+//   B per tile:1x128 as well (Wgrad's X^T, re-quantized along tokens), which the first kernel
+//     refuses: the three GEMMs of training (linear_gemms_cuda.hpp) all run here;
 //   the slot is handed back to the producer as soon as the stage's wgmmas are complete, before
 //     the promotion's FMAs;
 //   tiles walk down M in groups of 16 row blocks (concurrent CTAs share A and B tiles in L2);

@@ -82,4 +82,15 @@ TEST_CASE("wgmma tiled plan: scale addressing by shifts") {
   CHECK(rows.a.k_shift == 30);
   CHECK(rows.b.row_shift == 30);
   CHECK(rows.launch.stages_per_promotion == 2);
+  // Wgrad's B = X^T per tile:1x128: the tiled kernel reads it per column and stage (the first
+  // kernel refuses it).
+  const WgmmaTiledPlan tiled_b = plan_wgmma_tiled_gemm(operand(256, 1024, "tile:1x128"), operand(264, 1024, "tile:1x128"),
+                                                       GemmConfig{}, 132);
+  CHECK(tiled_b.launch.b_scale_per_column);
+  CHECK(tiled_b.block_n == 128);
+  CHECK(tiled_b.b.row_shift == 0);
+  CHECK(tiled_b.b.k_shift == 0);
+  CHECK(tiled_b.b.scale_cols == 8);
+  CHECK_THROWS_WITH(plan_wgmma_gemm(operand(256, 1024, "tile:1x128"), operand(264, 1024, "tile:1x128"), GemmConfig{}),
+                    Catch::Contains("B must be scaled per block:BxB with B >= 128, row or tensor"));
 }
