@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,20 @@ void time_iterations(benchmark::State& state, Op&& op) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+}
+
+// Registers `fn` (void(benchmark::State&)) under `name`, timed by CUDA events (manual time, in
+// microseconds). A benchmark that throws (a refused precondition, a failed CUDA or cuBLASLt
+// call) is reported as an error with the reason, and the others still run.
+template <class Fn>
+void register_timed(const std::string& name, Fn fn) {
+  benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& st) {
+    try {
+      fn(st);
+    } catch (const std::exception& e) {
+      st.SkipWithError(e.what());
+    }
+  })->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
 // The main of a GPU benchmark binary: with no CUDA device it says so and returns 77 (ctest:

@@ -198,17 +198,7 @@ int main(int argc, char** argv) {
   std::vector<bench::RatioPair> ratios;
   for (const Shape& s : deepseek_shapes()) {
     const std::string t = s.text();
-    // A benchmark that throws (a refused precondition, a failed CUDA or cuBLASLt call) is
-    // reported as an error with the reason, and the others still run.
-    auto add = [](const std::string& name, auto fn) {
-      benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& st) {
-        try {
-          fn(st);
-        } catch (const std::exception& e) {
-          st.SkipWithError(e.what());
-        }
-      })->UseManualTime()->Unit(benchmark::kMicrosecond);
-    };
+    const auto add = [](const std::string& name, auto fn) { cuda::bench::register_timed(name, fn); };
     add("cublaslt_fp8_block/" + t, [s](benchmark::State& st) { bench_cublaslt_fp8(st, s, CublasLtMode::block_scaled); });
     add("cublaslt_fp8_tensor/" + t, [s](benchmark::State& st) { bench_cublaslt_fp8(st, s, CublasLtMode::per_tensor); });
     add("cublaslt_bf16/" + t, [s](benchmark::State& st) { bench_cublaslt_bf16(st, s); });

@@ -121,15 +121,7 @@ int main(int argc, char** argv) {
   std::vector<bench::RatioPair> ratios;
   for (const GroupedShape& s : shapes()) {
     const std::string t = s.text();
-    auto add = [](const std::string& name, auto fn) {
-      benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& st) {
-        try {
-          fn(st);
-        } catch (const std::exception& e) {
-          st.SkipWithError(e.what());
-        }
-      })->UseManualTime()->Unit(benchmark::kMicrosecond);
-    };
+    const auto add = [](const std::string& name, auto fn) { cuda::bench::register_timed(name, fn); };
     add("tiled_grouped/" + t, [s](benchmark::State& st) { bench_tiled_grouped(st, s); });
     add("cublaslt_per_group/" + t, [s](benchmark::State& st) { bench_cublaslt_per_group(st, s); });
     ratios.push_back({"tiled_grouped/" + t, "cublaslt_per_group/" + t, "tiled grouped / cuBLASLt per group " + t,

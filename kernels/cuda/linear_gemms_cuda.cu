@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/gemm_tiled_cuda.hpp"
 #include "kernels/cuda/quantize_cuda.hpp"
 #include "kernels/cuda/wgmma_gemm_tiled.hpp"
 #include "kernels/wgmma_tiled_plan.hpp"
@@ -141,12 +142,7 @@ DeviceOperand transposed_operand(const LinearGemmCall& call, const float* x, std
 
 // C (a.rows x b.rows) = A B^T, or C += A B^T, by the tiled kernel; synchronizes the stream.
 void multiply(const LinearGemmCall& call, const DeviceOperand& a, const DeviceOperand& b, float* c, bool accumulate) {
-  const WgmmaTiledPlan plan = plan_wgmma_tiled_gemm(a.shape, b.shape, call.precision.gemm, [] {
-    int device = 0, sms = 0;
-    FP8LAB_CUDA_CHECK(cudaGetDevice(&device));
-    FP8LAB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms;
-  }());
+  const WgmmaTiledPlan plan = plan_wgmma_tiled_gemm(a.shape, b.shape, call.precision.gemm, device_sm_count());
   const std::int64_t count = a.shape.rows * b.shape.rows;
   DeviceBuffer sum;
   if (accumulate) sum = call.ledger.allocate(static_cast<std::size_t>(count) * sizeof(float), MemoryCategory::gemm_workspace);
