@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/benchmark_ratios.hpp"
+#include "kernels/cuda/cuda_allocator.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_array.hpp"
 
@@ -59,6 +60,14 @@ void time_iterations(benchmark::State& state, Op&& op) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+}
+
+// One CUDA allocator and memory ledger for a benchmark binary's device buffers, made on first use
+// (the ledger is destroyed before the allocator it returns memory to).
+inline MemoryLedger& bench_ledger() {
+  static CudaAllocator allocator;
+  static MemoryLedger ledger(&allocator);
+  return ledger;
 }
 
 // Registers `fn` (void(benchmark::State&)) under `name`, timed by CUDA events (manual time, in

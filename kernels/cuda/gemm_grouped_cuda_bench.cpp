@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "kernels/cuda/bench_support.hpp"
-#include "kernels/cuda/cuda_allocator.hpp"
 #include "kernels/cuda/gemm_tiled_cuda.hpp"
 #include "kernels/scale_layouts.hpp"
 
@@ -35,15 +34,6 @@ struct GroupedShape {
 std::vector<GroupedShape> shapes() {
   const std::vector<std::int64_t> four = {7808, 8448, 8192, 8320}, eight = {3968, 4224, 4096, 3840, 4352, 4096, 4224, 3968};
   return {{four, 4096, 7168}, {four, 7168, 2048}, {eight, 4096, 7168}, {eight, 7168, 2048}};
-}
-
-struct Device {
-  cuda::CudaAllocator allocator;
-  MemoryLedger ledger{&allocator};
-};
-Device& device() {
-  static Device d;
-  return d;
 }
 
 // Random finite E4M3 codes and scales in [0.5, 2) for every operand of one shape.
@@ -81,8 +71,8 @@ void set_tflops(benchmark::State& state, std::int64_t m, const GroupedShape& s) 
 
 void bench_tiled_grouped(benchmark::State& state, const GroupedShape& s) {
   const Operands ops(s);
-  const cuda::DeviceGroupedOperands d = cuda::upload_grouped(device().ledger, ops.a, ops.experts, ops.block_expert);
-  const DeviceBuffer c = device().ledger.allocate(static_cast<std::size_t>(ops.m * s.n) * 2, MemoryCategory::other);
+  const cuda::DeviceGroupedOperands d = cuda::upload_grouped(cuda::bench::bench_ledger(), ops.a, ops.experts, ops.block_expert);
+  const DeviceBuffer c = cuda::bench::bench_ledger().allocate(static_cast<std::size_t>(ops.m * s.n) * 2, MemoryCategory::other);
   GemmConfig config;
   config.output = OutputType::bf16;
   const WgmmaTiledPlan plan = plan_wgmma_tiled_gemm(ops.a, ops.experts.front(), config, cuda::device_sm_count());
@@ -94,8 +84,8 @@ void bench_tiled_grouped(benchmark::State& state, const GroupedShape& s) {
 
 void bench_cublaslt_per_group(benchmark::State& state, const GroupedShape& s) {
   const Operands ops(s);
-  static const cuda::CublasLt lt(device().ledger);
-  const DeviceBuffer c = device().ledger.allocate(static_cast<std::size_t>(ops.m * s.n) * 2, MemoryCategory::other);
+  static const cuda::CublasLt lt(cuda::bench::bench_ledger());
+  const DeviceBuffer c = cuda::bench::bench_ledger().allocate(static_cast<std::size_t>(ops.m * s.n) * 2, MemoryCategory::other);
   std::vector<cuda::DeviceGemmOperands> uploaded;
   std::vector<std::unique_ptr<cuda::CublasLtMatmul>> matmuls;
   std::int64_t row0 = 0;
@@ -103,7 +93,7 @@ void bench_cublaslt_per_group(benchmark::State& state, const GroupedShape& s) {
     std::vector<std::int64_t> rows;
     for (std::int64_t r = row0; r < row0 + s.rows[e]; ++r) rows.push_back(r);
     const QuantizedTensor a_e = quantized_rows(ops.a, rows);
-    uploaded.push_back(cuda::upload_for_cublaslt(device().ledger, a_e, ops.experts[e]));
+    uploaded.push_back(cuda::upload_for_cublaslt(cuda::bench::bench_ledger(), a_e, ops.experts[e]));
     void* c_e = static_cast<std::uint8_t*>(c.data()) + row0 * s.n * 2;
     matmuls.push_back(std::make_unique<cuda::CublasLtMatmul>(
         lt, cuda::cublaslt_block_scaled_problem(a_e, ops.experts[e], uploaded.back(), OutputType::bf16, c_e)));
