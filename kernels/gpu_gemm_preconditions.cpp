@@ -14,7 +14,8 @@ bool is_block128(const Granularity& g) { return g.kind == Granularity::Kind::blo
 
 }  // namespace
 
-WgmmaLaunchPlan plan_wgmma_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config) {
+WgmmaLaunchPlan plan_wgmma_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
+                                bool b_tiles) {
   const GemmPlan plan = plan_gemm(a, b, config);  // K, format and interval/scale consistency
   auto refuse = [&](const std::string& why) {
     throw std::invalid_argument("the WGMMA kernel cannot run " + shape_text(plan.m, plan.n, plan.k) + ": " + why);
@@ -25,8 +26,10 @@ WgmmaLaunchPlan plan_wgmma_gemm(const QuantizedTensor& a, const QuantizedTensor&
   const Granularity ga = a.config.granularity, gb = b.config.granularity;
   if (!(is_tile128(ga) || ga.kind == Kind::row || ga.kind == Kind::tensor))
     refuse("A must be scaled per tile:1x128, row or tensor, not " + ga.to_string());
-  if (!((gb.kind == Kind::block && gb.size >= kWgmmaBlockN) || gb.kind == Kind::row || gb.kind == Kind::tensor))
-    refuse("B must be scaled per block:BxB with B >= 128, row or tensor, not " + gb.to_string());
+  if (!((gb.kind == Kind::block && gb.size >= kWgmmaBlockN) || gb.kind == Kind::row || gb.kind == Kind::tensor ||
+        (b_tiles && is_tile128(gb))))
+    refuse(std::string("B must be scaled per block:BxB with B >= 128, ") + (b_tiles ? "tile:1x128, " : "") +
+           "row or tensor, not " + gb.to_string());
   // K = 0 would reach cuTensorMapEncodeTiled with a zero dimension (an encode error, not a
   // readable refusal); the emulation defines that product (all zeros): the CPU runs it.
   if (plan.k == 0) refuse("K = 0 (an empty reduction: no tensor map can describe it)");
@@ -42,7 +45,7 @@ WgmmaLaunchPlan plan_wgmma_gemm(const QuantizedTensor& a, const QuantizedTensor&
   WgmmaLaunchPlan launch;
   launch.k_blocks = (plan.k + kWgmmaBlockK - 1) / kWgmmaBlockK;
   launch.k_instructions = plan.padded_k / 32;
-  launch.b_scale_per_column = gb.kind == Kind::row;
+  launch.b_scale_per_column = gb.kind == Kind::row || gb.kind == Kind::tile;
   if (config.promotion.never || plan.interval >= kWgmmaBlockK) {
     if (plan.interval % kWgmmaBlockK != 0 && plan.interval != plan.padded_k)
       refuse("a promotion interval above 128 must be a multiple of 128, not " + config.promotion.to_string());

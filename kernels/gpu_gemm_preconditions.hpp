@@ -30,7 +30,10 @@ struct WgmmaLaunchPlan {
 // tensor, N_C 32, 64 or a multiple of 128 (or never), K positive and a multiple of 16 (TMA
 // strides are 16-byte multiples), N a multiple of 8 (the epilogue writes 8-column groups), both
 // operands in one FP8 format (the kernel's instantiations; mixes run on the CPU). M is free.
-WgmmaLaunchPlan plan_wgmma_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config);
+// b_tiles: the tiled kernel (kernels/wgmma_tiled_plan.hpp) also takes B per tile:1x128 (Wgrad's
+// X^T re-quantized along tokens), read per output column and stage like a per-row B.
+WgmmaLaunchPlan plan_wgmma_gemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
+                                bool b_tiles = false);
 
 // ---- cuBLASLt (kernels/cuda/cublaslt_gemm.cpp) ---------------------------------------------
 enum class CublasLtMode {

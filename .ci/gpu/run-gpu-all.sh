@@ -6,21 +6,28 @@
 #
 #   env              machine, driver, toolkit, nvidia-smi, which libraries resolve, cuBLASLt
 #                    location, QGMMA count per kernel in the SASS (cuobjdump), the bundle's
-#                    manifest, zmm check and the WGMMA kernel's ptxas resource report   (<= 90 s)
+#                    manifest, zmm check and the WGMMA kernels' ptxas resource report   (<= 90 s)
 #   tests            every gpu test case, each in its own process (<= 300 s each), findings.tsv
 #                    (<= 450 s; FP8LAB_TESTS_BUDGET and FP8LAB_CASE_LIMIT change both limits)
-#   bench-quantize   quantizer vs device-to-device copy -> bench-quantize.json           (<= 150 s)
-#   bench-gemm-128   GEMM benchmarks at M = 128  -> bench-gemm-128.json                  (<= 330 s)
-#   bench-gemm-4096  GEMM benchmarks at M = 4096 -> bench-gemm-4096.json                 (<= 480 s)
+#   sanitize         compute-sanitizer memcheck, racecheck and synccheck over the GEMM, grouped,
+#                    linear-GEMM, quantizer and unscale tests and one benchmark shape of each
+#                    WGMMA kernel -> sanitize-<tool>.txt (<= 540 s; FP8LAB_SANITIZE_BUDGET)
+#   bench-quantize   quantizer (and the six tensor-amax forms) vs a device-to-device copy
+#                    -> bench-quantize.json                                               (<= 120 s)
+#   bench-gemm-128   GEMM benchmarks at M = 128 (cuBLASLt, first and tiled WGMMA kernels)
+#                    -> bench-gemm-128.json                                               (<= 180 s)
+#   bench-gemm-4096  the same at M = 4096 -> bench-gemm-4096.json                         (<= 180 s)
+#   bench-grouped    grouped (MoE) GEMM: tiled kernel vs cuBLASLt once per expert
+#                    -> bench-grouped.json                                                (<= 90 s)
 #   bench-unscale    fused check-finite-and-unscale vs device-to-device copy -> bench-unscale.json (<= 60 s)
 #   bench-gemm-headline  the headline shape alone, N = 7168, K = 16384 at M = 4096 and M = 128
 #                    -> bench-gemm-headline.json (<= 150 s; for a window too short for the others)
 #   bench-gemm = both GEMM steps; all = every step (no window limit assumed)
 #
 # The sequence that produces everything in three commands, each under 10 minutes:
-#   run-gpu-all.sh env tests OUTDIR
-#   run-gpu-all.sh bench-quantize bench-gemm-128 OUTDIR
-#   run-gpu-all.sh bench-gemm-4096 OUTDIR
+#   run-gpu-all.sh env tests OUTDIR                                                   (<= 540 s)
+#   run-gpu-all.sh sanitize OUTDIR                                                    (<= 540 s)
+#   run-gpu-all.sh bench-quantize bench-gemm-128 bench-gemm-4096 bench-grouped OUTDIR (<= 570 s)
 #
 # Every program runs under `timeout -s KILL`, so a hung kernel (a barrier deadlock) costs its
 # limit, not the window; each step has a budget (above) that its limits never exceed. Output
@@ -31,7 +38,7 @@
 set -uo pipefail
 
 usage() {
-  echo "usage: run-gpu-all.sh STEP [STEP...] OUTDIR   (steps: env tests bench-quantize bench-gemm-128 bench-gemm-4096 bench-gemm bench-gemm-headline bench-unscale all)" >&2
+  echo "usage: run-gpu-all.sh STEP [STEP...] OUTDIR   (steps: env tests sanitize bench-quantize bench-gemm-128 bench-gemm-4096 bench-grouped bench-gemm bench-gemm-headline bench-unscale all)" >&2
   exit 2
 }
 (($# >= 2)) || usage
@@ -40,9 +47,9 @@ steps=("${@:1:$#-1}")
 expanded=()
 for s in "${steps[@]}"; do
   case $s in
-    env | tests | bench-quantize | bench-gemm-128 | bench-gemm-4096 | bench-unscale | bench-gemm-headline) expanded+=("$s") ;;
+    env | tests | sanitize | bench-quantize | bench-gemm-128 | bench-gemm-4096 | bench-grouped | bench-unscale | bench-gemm-headline) expanded+=("$s") ;;
     bench-gemm) expanded+=(bench-gemm-128 bench-gemm-4096) ;;
-    all) expanded+=(env tests bench-quantize bench-gemm-128 bench-gemm-4096 bench-unscale) ;;
+    all) expanded+=(env tests sanitize bench-quantize bench-gemm-128 bench-gemm-4096 bench-grouped bench-unscale) ;;
     *) echo "run-gpu-all.sh: unknown step '$s'" >&2; usage ;;
   esac
 done
@@ -124,7 +131,7 @@ step_env() {
       note "env: $(basename "$bin"): every library resolves"
     fi
   done
-  for f in MANIFEST.txt zmm-check.txt sass-check.txt wgmma-resources.txt; do
+  for f in MANIFEST.txt zmm-check.txt sass-check.txt wgmma-resources.txt sass-local.txt; do
     [[ -e $here/$f ]] && cp "$here/$f" "$work/bundle-$f"
   done
   # QGMMA (FP8 wgmma) instructions per kernel in the SASS the GPU runs: the WGMMA GEMM's
@@ -133,9 +140,10 @@ step_env() {
     run_limited 60 "$work/sass-all.txt" "$tool" --dump-sass "$here/bin/fp8lab_gpu_tests"
     awk -f "$here/sass-count.awk" "$work/sass-all.txt" | sort -k3 -k2 >"$work/sass-check.txt"
     gzip -f "$work/sass-all.txt"
-    local kernels
+    local kernels tiled
     kernels=$(awk '$2 == "QGMMA" && /wgmma_gemm_kernel/' "$work/sass-check.txt" | wc -l)
-    note "env: SASS: $kernels WGMMA GEMM kernel instances with QGMMA; $(awk '$2 == "QGMMA" {n += $1} END {print n + 0}' "$work/sass-check.txt") QGMMA instructions in all (sass-check.txt)"
+    tiled=$(awk '$2 == "QGMMA" && /wgmma_tiled_kernel/' "$work/sass-check.txt" | wc -l)
+    note "env: SASS: $kernels first-kernel and $tiled tiled-kernel instances with QGMMA; $(awk '$2 == "QGMMA" {n += $1} END {print n + 0}' "$work/sass-check.txt") QGMMA instructions in all; local-memory instructions in WGMMA kernels: $(awk '$2 == "LOCAL" && /wgmma_(gemm|tiled)_kernel/ {n += $1} END {print n + 0}' "$work/sass-check.txt") (sass-check.txt)"
   else
     note "env: cuobjdump not found on this machine; the bundle's own SASS count (made where it was built) is bundle-sass-check.txt"
   fi
@@ -193,6 +201,55 @@ step_tests() {
   awk -F'\t' 'NR > 1 && $1 == "wgmma zero exponent crafted" {print "tests: crafted " $2 ": " $6}' "$FP8LAB_GPU_FINDINGS" | tee -a "$summary"
 }
 
+# compute-sanitizer's three checkers over the GEMM-related test cases (Catch2 specs) and one
+# benchmark shape of each WGMMA kernel, under one budget: each run gets at most
+# FP8LAB_SANITIZE_RUN_LIMIT seconds (default 100) and what the budget leaves; runs that no
+# longer fit are NOT RUN. A sanitizer report exits 99 (--error-exitcode); the logs are
+# sanitize-<tool>.txt. The new kernel's cases first, so a short window still checks it.
+step_sanitize() {
+  local tool budget=${FP8LAB_SANITIZE_BUDGET:-540} run_limit=${FP8LAB_SANITIZE_RUN_LIMIT:-100} start=$SECONDS
+  local clean=0 reported=0 failed=0 killed=0 not_run=0 checker spec remaining limit rc log
+  if ! tool=$(find_tool compute-sanitizer); then
+    note "sanitize: SKIPPED: compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda)"
+    skips=$((skips + 1))
+    return
+  fi
+  local specs=("*tiled WGMMA exact control*" "*grouped tiled WGMMA*" "*fprop, dgrad and wgrad on the GPU*"
+    "*tiled WGMMA kernel, width-128 instances*" "gpu: WGMMA exact control*" "gpu: cuda requantize_transposed*"
+    "gpu: check_finite_and_unscale equals*")
+  local benches=("tiled_nc128/4096x7168x2048$" "wgmma_nc128/4096x7168x2048$")
+  for spec in "${specs[@]}" "${benches[@]}"; do
+    for checker in memcheck racecheck synccheck; do
+      log=$work/sanitize-$checker.txt
+      remaining=$((budget - (SECONDS - start)))
+      if ((remaining < 20)); then
+        note "sanitize: NOT RUN (budget of ${budget} s spent): $checker $spec"
+        not_run=$((not_run + 1))
+        continue
+      fi
+      limit=$((remaining < run_limit ? remaining : run_limit))
+      echo "=== $checker: $spec (limit ${limit} s)" >>"$log"
+      local t0=$SECONDS
+      if [[ $spec == *'$' ]]; then  # a benchmark shape: one short repetition
+        run_limited "$limit" "$log" "$tool" --tool "$checker" --error-exitcode 99 --print-limit 20 \
+          "$here/bin/fp8lab_bench_gemm_cuda" --benchmark_filter="$spec" --benchmark_min_time=0.001 --benchmark_repetitions=1
+      else
+        run_limited "$limit" "$log" "$tool" --tool "$checker" --error-exitcode 99 --print-limit 20 \
+          "$here/bin/fp8lab_gpu_tests" "$spec" </dev/null
+      fi
+      rc=$?
+      case $rc in
+        0) clean=$((clean + 1)); note "sanitize: clean    $checker $spec ($((SECONDS - t0)) s)" ;;
+        99) reported=$((reported + 1)); note "sanitize: REPORTED $checker $spec (sanitize-$checker.txt)" ;;
+        137) killed=$((killed + 1)); note "sanitize: KILLED   $checker $spec (limit ${limit} s)" ;;
+        *) failed=$((failed + 1)); note "sanitize: FAILED   $checker $spec (exit $rc)" ;;
+      esac
+    done
+  done
+  note "sanitize: $clean clean, $reported with sanitizer reports, $failed failed, $killed killed, $not_run not run"
+  failures=$((failures + reported + failed + killed + not_run))
+}
+
 # bench NAME SECONDS BINARY ARGS...: one benchmark binary into bench-NAME.json and its console log.
 bench() {
   local name=$1 seconds=$2 binary=$3 rc
@@ -216,9 +273,13 @@ for step in "${expanded[@]}"; do
   case $step in
     env) step_env ;;
     tests) step_tests ;;
-    bench-quantize) bench quantize 150 "$here/bin/fp8lab_bench_quantize_cuda" --benchmark_repetitions=5 ;;
-    bench-gemm-128) bench gemm-128 330 "$here/bin/fp8lab_bench_gemm_cuda" --benchmark_repetitions=3 --benchmark_filter=/128x ;;
-    bench-gemm-4096) bench gemm-4096 480 "$here/bin/fp8lab_bench_gemm_cuda" --benchmark_repetitions=3 --benchmark_filter=/4096x ;;
+    sanitize) step_sanitize ;;
+    # Minimum times per repetition: M = 128 kernels take tens of microseconds, and each timed
+    # iteration also flushes L2, so the default 0.5 s made that step 200 s (2026-11-26).
+    bench-quantize) bench quantize 120 "$here/bin/fp8lab_bench_quantize_cuda" --benchmark_repetitions=5 --benchmark_min_time=0.2 ;;
+    bench-gemm-128) bench gemm-128 180 "$here/bin/fp8lab_bench_gemm_cuda" --benchmark_repetitions=3 --benchmark_min_time=0.05 --benchmark_filter=/128x ;;
+    bench-gemm-4096) bench gemm-4096 180 "$here/bin/fp8lab_bench_gemm_cuda" --benchmark_repetitions=3 --benchmark_min_time=0.2 --benchmark_filter=/4096x ;;
+    bench-grouped) bench grouped 90 "$here/bin/fp8lab_bench_gemm_grouped_cuda" --benchmark_repetitions=3 --benchmark_min_time=0.2 ;;
     bench-gemm-headline) bench gemm-headline 150 "$here/bin/fp8lab_bench_gemm_cuda" --benchmark_repetitions=3 --benchmark_filter=x7168x16384 ;;
     bench-unscale) bench unscale 60 "$here/bin/fp8lab_bench_check_finite_and_unscale_cuda" --benchmark_repetitions=5 ;;
   esac

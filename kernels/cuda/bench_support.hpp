@@ -5,10 +5,12 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "kernels/benchmark_ratios.hpp"
+#include "kernels/cuda/cuda_allocator.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_array.hpp"
 
@@ -58,6 +60,28 @@ void time_iterations(benchmark::State& state, Op&& op) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+}
+
+// One CUDA allocator and memory ledger for a benchmark binary's device buffers, made on first use
+// (the ledger is destroyed before the allocator it returns memory to).
+inline MemoryLedger& bench_ledger() {
+  static CudaAllocator allocator;
+  static MemoryLedger ledger(&allocator);
+  return ledger;
+}
+
+// Registers `fn` (void(benchmark::State&)) under `name`, timed by CUDA events (manual time, in
+// microseconds). A benchmark that throws (a refused precondition, a failed CUDA or cuBLASLt
+// call) is reported as an error with the reason, and the others still run.
+template <class Fn>
+void register_timed(const std::string& name, Fn fn) {
+  benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& st) {
+    try {
+      fn(st);
+    } catch (const std::exception& e) {
+      st.SkipWithError(e.what());
+    }
+  })->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
 // The main of a GPU benchmark binary: with no CUDA device it says so and returns 77 (ctest:

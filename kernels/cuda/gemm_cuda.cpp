@@ -7,8 +7,16 @@
 namespace fp8lab::cuda {
 namespace {
 
+bool b_per_vec128(const QuantizedTensor& b) { return b.config.granularity.kind == Granularity::Kind::tile; }
+
+}  // namespace
+
+std::size_t gemm_output_bytes(std::int64_t m, std::int64_t n, OutputType output) {
+  return static_cast<std::size_t>(m * n) * (output == OutputType::bf16 ? 2 : 4);
+}
+
 // The M x N output (FP32 or BF16 on the device) as FP32 host values, all or the sampled subset.
-std::vector<float> download_output(const DeviceBuffer& c, std::int64_t m, std::int64_t n, OutputType output,
+std::vector<float> download_gemm_output(const DeviceBuffer& c, std::int64_t m, std::int64_t n, OutputType output,
                                    const cpu::GemmOptions& options) {
   const auto count = static_cast<std::size_t>(m * n);
   std::vector<float> full(count);
@@ -29,14 +37,6 @@ std::vector<float> download_output(const DeviceBuffer& c, std::int64_t m, std::i
     for (std::int64_t j : cols) sampled.push_back(full[static_cast<std::size_t>(r * n + j)]);
   return sampled;
 }
-
-std::size_t output_bytes(std::int64_t m, std::int64_t n, OutputType output) {
-  return static_cast<std::size_t>(m * n) * (output == OutputType::bf16 ? 2 : 4);
-}
-
-bool b_per_vec128(const QuantizedTensor& b) { return b.config.granularity.kind == Granularity::Kind::tile; }
-
-}  // namespace
 
 DeviceGemmOperands upload_for_wgmma(MemoryLedger& ledger, const QuantizedTensor& a, const QuantizedTensor& b) {
   return {upload(ledger, a.codes, MemoryCategory::other), upload(ledger, b.codes, MemoryCategory::weights),
@@ -89,22 +89,22 @@ std::vector<float> wgmma_gemm_nt_host(const QuantizedTensor& a, const QuantizedT
                                       const cpu::GemmOptions& options, MemoryLedger& ledger) {
   const WgmmaLaunchPlan plan = plan_wgmma_gemm(a, b, config);
   const DeviceGemmOperands operands = upload_for_wgmma(ledger, a, b);
-  const DeviceBuffer c = ledger.allocate(output_bytes(a.rows, b.rows, config.output), MemoryCategory::other);
+  const DeviceBuffer c = ledger.allocate(gemm_output_bytes(a.rows, b.rows, config.output), MemoryCategory::other);
   wgmma_gemm_nt(wgmma_problem(a, b, operands, config.output, c.data()), plan, nullptr);
   FP8LAB_CUDA_CHECK(cudaDeviceSynchronize());
-  return download_output(c, a.rows, b.rows, config.output, options);
+  return download_gemm_output(c, a.rows, b.rows, config.output, options);
 }
 
 std::vector<float> cublaslt_gemm_nt_host(const QuantizedTensor& a, const QuantizedTensor& b, const GemmConfig& config,
                                          const cpu::GemmOptions& options, MemoryLedger& ledger) {
   if (std::string why = cublaslt_config_failure(a, b, config); !why.empty()) throw std::invalid_argument(why);
   const DeviceGemmOperands operands = upload_for_cublaslt(ledger, a, b);
-  const DeviceBuffer c = ledger.allocate(output_bytes(a.rows, b.rows, config.output), MemoryCategory::other);
+  const DeviceBuffer c = ledger.allocate(gemm_output_bytes(a.rows, b.rows, config.output), MemoryCategory::other);
   const CublasLt lt(ledger);
   const CublasLtMatmul matmul(lt, cublaslt_block_scaled_problem(a, b, operands, config.output, c.data()));
   matmul.launch(nullptr);
   FP8LAB_CUDA_CHECK(cudaDeviceSynchronize());
-  return download_output(c, a.rows, b.rows, config.output, options);
+  return download_gemm_output(c, a.rows, b.rows, config.output, options);
 }
 
 }  // namespace fp8lab::cuda

@@ -30,6 +30,11 @@ DeviceGemmOperands upload_for_wgmma(MemoryLedger& ledger, const QuantizedTensor&
 // VEC128 for A; BLK128x128 for B, or VEC128 when B is quantized per tile:1x128 (cuBLASLt).
 DeviceGemmOperands upload_for_cublaslt(MemoryLedger& ledger, const QuantizedTensor& a, const QuantizedTensor& b);
 
+// The M x N output (FP32 or BF16 on the device) as FP32 host values, all or options' sampled subset.
+std::vector<float> download_gemm_output(const DeviceBuffer& c, std::int64_t m, std::int64_t n, OutputType output,
+                                        const cpu::GemmOptions& options);
+std::size_t gemm_output_bytes(std::int64_t m, std::int64_t n, OutputType output);
+
 WgmmaGemmProblem wgmma_problem(const QuantizedTensor& a, const QuantizedTensor& b, const DeviceGemmOperands& operands,
                                OutputType output, void* c);
 CublasLtProblem cublaslt_block_scaled_problem(const QuantizedTensor& a, const QuantizedTensor& b,

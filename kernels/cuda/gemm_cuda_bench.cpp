@@ -1,13 +1,15 @@
-// GPU GEMM speed on the DeepSeek-V3 shapes M = 4096 and M = 128 with (N, K) in (2112, 7168),
-// (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048): cuBLASLt FP8
-// block-scaled (A VEC128 x B BLK128x128), cuBLASLt FP8 per-tensor, cuBLASLt BF16, and fp8lab's
-// WGMMA kernel with N_C = 128, 64 and 32 (1x128 x 128x128 scales), all with BF16 output, in one
-// run. Counter TFLOPS = 2 M N K / time; CUDA-event timing with the L2 flushed before every
-// iteration (bench_support.hpp). Ratios printed: WGMMA (N_C = 128) / cuBLASLt block-scaled per
-// shape and their geometric mean (target >= 1.0), N_C = 64 and 32 against N_C = 128, BF16 against
-// FP8 block-scaled. Operands are made once per shape and shared by that shape's six benchmarks;
-// the timed region holds no setup (tensor maps, cudaFuncSetAttribute, cuBLASLt descriptors and
-// heuristics are made before it).
+// GPU GEMM speed on the DeepSeek-V3 shapes M = 4096 and M = 128 with
+// (N, K) in (2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168),
+// (7168, 2048): cuBLASLt FP8 block-scaled (A VEC128 x B BLK128x128), cuBLASLt FP8 per-tensor,
+// cuBLASLt BF16, fp8lab's first WGMMA kernel (wgmma_*) and its tiled kernel (tiled_*, the width
+// its plan picks for this device in the `block_n` counter), each with N_C = 128, 64 and 32
+// (1x128 x 128x128 scales), all with BF16 output, in one run. Counter TFLOPS = 2 M N K / time; CUDA-event
+// timing with the L2 flushed before every iteration (bench_support.hpp). Ratios printed:
+// WGMMA (N_C = 128) / cuBLASLt block-scaled per shape and their geometric mean, the same for the
+// tiled kernel (target >= 1.0) and tiled / first kernel, N_C = 64 and 32 against N_C = 128 for
+// both kernels, BF16 against FP8 block-scaled. Operands are made once per
+// shape and shared by that shape's six benchmarks; the timed region holds no setup (tensor
+// maps, cudaFuncSetAttribute, cuBLASLt descriptors and heuristics are made before it).
 // --benchmark_filter=/4096x or =/128x runs one M (run-gpu-all.sh splits the run that way).
 #include <algorithm>
 #include <exception>
@@ -20,6 +22,7 @@
 #include "kernels/cuda/bench_support.hpp"
 #include "kernels/cuda/cuda_allocator.hpp"
 #include "kernels/cuda/gemm_cuda.hpp"
+#include "kernels/cuda/gemm_tiled_cuda.hpp"
 
 namespace {
 
@@ -176,29 +179,38 @@ void bench_wgmma(benchmark::State& state, Shape s, int promotion) {
   set_tflops(state, s);
 }
 
+void bench_tiled(benchmark::State& state, Shape s, int promotion) {
+  ShapeOperands& ops = operands(s);
+  GemmConfig config;
+  config.promotion = PromotionInterval::parse(std::to_string(promotion));
+  config.output = OutputType::bf16;
+  const WgmmaTiledPlan plan = plan_wgmma_tiled_gemm(ops.a, ops.b, config, cuda::device_sm_count());
+  // Same operands and scale layout as the first kernel (QuantizedTensor's row-major grids).
+  const cuda::WgmmaTiledLaunch gemm(cuda::wgmma_tiled_problem(ops.a, ops.b, ops.for_wgmma(), config.output, ops.c.data()), plan);
+  cuda::bench::time_iterations(state, [&] { gemm.launch(nullptr); });
+  set_tflops(state, s);
+  state.counters["block_n"] = plan.block_n;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<bench::RatioPair> ratios;
   for (const Shape& s : deepseek_shapes()) {
     const std::string t = s.text();
-    // A benchmark that throws (a refused precondition, a failed CUDA or cuBLASLt call) is
-    // reported as an error with the reason, and the others still run.
-    auto add = [](const std::string& name, auto fn) {
-      benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& st) {
-        try {
-          fn(st);
-        } catch (const std::exception& e) {
-          st.SkipWithError(e.what());
-        }
-      })->UseManualTime()->Unit(benchmark::kMicrosecond);
-    };
+    const auto add = [](const std::string& name, auto fn) { cuda::bench::register_timed(name, fn); };
     add("cublaslt_fp8_block/" + t, [s](benchmark::State& st) { bench_cublaslt_fp8(st, s, CublasLtMode::block_scaled); });
     add("cublaslt_fp8_tensor/" + t, [s](benchmark::State& st) { bench_cublaslt_fp8(st, s, CublasLtMode::per_tensor); });
     add("cublaslt_bf16/" + t, [s](benchmark::State& st) { bench_cublaslt_bf16(st, s); });
     for (int nc : {128, 64, 32})
       add("wgmma_nc" + std::to_string(nc) + "/" + t, [s, nc](benchmark::State& st) { bench_wgmma(st, s, nc); });
+    for (int nc : {128, 64, 32})
+      add("tiled_nc" + std::to_string(nc) + "/" + t, [s, nc](benchmark::State& st) { bench_tiled(st, s, nc); });
     ratios.push_back({"wgmma_nc128/" + t, "cublaslt_fp8_block/" + t, "wgmma N_C=128 / cuBLASLt block " + t, "wgmma / cuBLASLt block-scaled"});
+    ratios.push_back({"tiled_nc128/" + t, "cublaslt_fp8_block/" + t, "tiled N_C=128 / cuBLASLt block " + t, "tiled / cuBLASLt block-scaled"});
+    ratios.push_back({"tiled_nc128/" + t, "wgmma_nc128/" + t, "tiled / first wgmma N_C=128 " + t, "tiled / first wgmma"});
+    ratios.push_back({"tiled_nc64/" + t, "tiled_nc128/" + t, "tiled N_C=64 / N_C=128 " + t, "tiled N_C=64 / N_C=128"});
+    ratios.push_back({"tiled_nc32/" + t, "tiled_nc128/" + t, "tiled N_C=32 / N_C=128 " + t, "tiled N_C=32 / N_C=128"});
     ratios.push_back({"wgmma_nc64/" + t, "wgmma_nc128/" + t, "wgmma N_C=64 / N_C=128 " + t, "N_C=64 / N_C=128"});
     ratios.push_back({"wgmma_nc32/" + t, "wgmma_nc128/" + t, "wgmma N_C=32 / N_C=128 " + t, "N_C=32 / N_C=128"});
     ratios.push_back({"cublaslt_bf16/" + t, "cublaslt_fp8_block/" + t, "cuBLASLt BF16 / FP8 block " + t, "BF16 / FP8 block-scaled"});

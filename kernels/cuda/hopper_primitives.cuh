@@ -1,7 +1,8 @@
 #pragma once
-// The sm_90a building blocks the WGMMA kernel is made of, each a thin wrapper over one PTX
+// The sm_90a building blocks the WGMMA kernels are made of, each a thin wrapper over one PTX
 // instruction (PTX ISA 8.x): mbarriers (the producer/consumer handshake), TMA tile loads
-// into shared memory, warpgroup fences for wgmma, register reallocation, and the shared-memory
+// into shared memory and stores out of it, proxy fences and named barriers for those stores,
+// warpgroup fences for wgmma, register reallocation, and the shared-memory
 // matrix descriptor wgmma reads its operands through.
 #include <cuda.h>
 
@@ -54,6 +55,26 @@ __device__ __forceinline__ void tma_load_2d(void* destination, const CUtensorMap
       : "memory");
 }
 
+// Stores a shared-memory box to the 2-D tensor at (inner, outer) (bulk async-group completion);
+// elements outside the tensor are not written (M and N tails).
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* source, int inner, int outer) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<std::uint64_t>(map)),
+               "r"(shared_address(source)), "r"(inner), "r"(outer)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Waits until the committed stores of this thread have read their shared memory (it may be
+// written again); bulk_wait_all until they have completed.
+__device__ __forceinline__ void bulk_wait_read_all() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// Orders this thread's ordinary shared-memory writes before later async-proxy (TMA) reads.
+__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// A barrier over `threads` threads (a multiple of 32) under hardware barrier `id` (1..15; 0 is __syncthreads).
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
 }
@@ -65,9 +86,10 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 // Waits until every committed wgmma group of this warpgroup has completed.
 __device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 // Keeps the compiler from moving accumulator reads/writes across the asynchronous wgmma.
-__device__ __forceinline__ void fence_registers(float (&d)[64]) {
+template <int kCount>
+__device__ __forceinline__ void fence_registers(float (&d)[kCount]) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 // ---- register reallocation between warpgroups -----------------------------------------------

@@ -158,8 +158,6 @@ bool launch_fast_path(const float* x, std::int64_t rows, std::int64_t cols, cons
   return false;
 }
 
-Geometry geometry_of(const QuantizedTensor& q) { return {q.rows, q.cols, q.tile_rows, q.tile_cols, q.scale_cols}; }
-
 }  // namespace
 
 void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
@@ -251,31 +249,47 @@ QuantizedTensor quantize(std::span<const float> x, std::int64_t rows, std::int64
   return q;
 }
 
-QuantizedTensor requantize_transposed(const QuantizedTensor& in) {
+void transpose_device(const float* d_in, std::int64_t rows, std::int64_t cols, float* d_out, cudaStream_t stream) {
+  if (rows * cols == 0) return;
+  transpose_kernel<<<blocks_for(rows * cols), 256, 0, stream>>>(d_in, rows, cols, d_out);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+void requantize_transposed_device(const std::uint8_t* d_codes, const float* d_scales, std::int64_t rows, std::int64_t cols,
+                                  const QuantizeConfig& config, float* d_work, std::uint8_t* d_out_codes,
+                                  float* d_out_scales, unsigned* d_amax_bits, cudaStream_t stream) {
   // dequantize_kernel applies the tile scale alone, not a two-level rule's per-tensor factor.
-  if (scale_rule_math(in.config.scale_rule).two_level)
-    throw std::invalid_argument(std::string("cuda requantize_transposed: scale rule ") +
-                                scale_rule_name(in.config.scale_rule) + " is two-level; it runs on the CPU backend only");
-  if (in.config.granularity.kind != Granularity::Kind::tile)
+  if (scale_rule_math(config.scale_rule).two_level)
+    throw std::invalid_argument(std::string("cuda requantize_transposed: scale rule ") + scale_rule_name(config.scale_rule) +
+                                " is two-level; it runs on the CPU backend only");
+  if (config.granularity.kind != Granularity::Kind::tile)
     throw std::invalid_argument("requantize_transposed: input must be quantized with tile:1xT, not " +
-                                in.config.granularity.to_string());
-  const auto n = static_cast<std::int64_t>(in.codes.size());
-  DeviceArray<std::uint8_t> d_codes(in.codes.size());
-  DeviceArray<float> d_scales(in.scales.size()), d_x(in.codes.size()), d_t(in.codes.size());
-  FP8LAB_CUDA_CHECK(cudaMemcpy(d_codes.get(), in.codes.data(), in.codes.size(), cudaMemcpyHostToDevice));
-  FP8LAB_CUDA_CHECK(cudaMemcpy(d_scales.get(), in.scales.data(), in.scales.size() * sizeof(float), cudaMemcpyHostToDevice));
-  const Geometry g = geometry_of(in);
-  with_element_codec(in.config.format, [&](auto codec) {
-    dequantize_kernel<decltype(codec)><<<blocks_for(n), 256>>>(d_codes.get(), g, d_scales.get(), d_x.get());
+                                config.granularity.to_string());
+  const std::int64_t n = rows * cols;
+  if (n == 0) return;
+  const QuantizedTensor shape = make_quantized_tensor(0, cols, config);  // tile geometry only
+  const Geometry g{rows, cols, 1, shape.tile_cols, shape.scale_cols};
+  float* dequantized = d_work;
+  float* transposed = d_work + n;
+  with_element_codec(config.format, [&](auto codec) {
+    dequantize_kernel<decltype(codec)><<<blocks_for(n), 256, 0, stream>>>(d_codes, g, d_scales, dequantized);
   });
   FP8LAB_CUDA_CHECK(cudaGetLastError());
-  transpose_kernel<<<blocks_for(n), 256>>>(d_x.get(), in.rows, in.cols, d_t.get());
-  FP8LAB_CUDA_CHECK(cudaGetLastError());
+  transpose_device(dequantized, rows, cols, transposed, stream);
+  quantize_device(transposed, cols, rows, config, d_out_codes, d_out_scales, d_amax_bits, stream);
+}
+
+QuantizedTensor requantize_transposed(const QuantizedTensor& in) {
+  DeviceArray<std::uint8_t> d_codes(in.codes.size());
+  DeviceArray<float> d_scales(in.scales.size()), d_work(2 * in.codes.size());
+  FP8LAB_CUDA_CHECK(cudaMemcpy(d_codes.get(), in.codes.data(), in.codes.size(), cudaMemcpyHostToDevice));
+  FP8LAB_CUDA_CHECK(cudaMemcpy(d_scales.get(), in.scales.data(), in.scales.size() * sizeof(float), cudaMemcpyHostToDevice));
   QuantizedTensor out = make_quantized_tensor(in.cols, in.rows, in.config);
   DeviceArray<std::uint8_t> d_out_codes(out.codes.size());
   DeviceArray<float> d_out_scales(out.scales.size());
   DeviceArray<unsigned> d_amax(amax_workspace_slots(out));
-  quantize_device(d_t.get(), out.rows, out.cols, out.config, d_out_codes.get(), d_out_scales.get(), d_amax.get(), nullptr);
+  requantize_transposed_device(d_codes.get(), d_scales.get(), in.rows, in.cols, in.config, d_work.get(), d_out_codes.get(),
+                               d_out_scales.get(), d_amax.get(), nullptr);
   FP8LAB_CUDA_CHECK(cudaMemcpy(out.codes.data(), d_out_codes.get(), out.codes.size(), cudaMemcpyDeviceToHost));
   FP8LAB_CUDA_CHECK(cudaMemcpy(out.scales.data(), d_out_scales.get(), out.scales.size() * sizeof(float), cudaMemcpyDeviceToHost));
   read_tensor_scale(d_amax, out);

@@ -21,6 +21,15 @@ QuantizedTensor requantize_transposed(const QuantizedTensor& in);  // as cpu::re
 void quantize_device(const float* d_x, std::int64_t rows, std::int64_t cols, const QuantizeConfig& config,
                      std::uint8_t* d_codes, float* d_scales, unsigned* d_amax_bits, cudaStream_t stream);
 std::size_t amax_workspace_slots(const QuantizedTensor& shape);
+// out (cols x rows) = in (rows x cols) on FP32 device arrays.
+void transpose_device(const float* d_in, std::int64_t rows, std::int64_t cols, float* d_out, cudaStream_t stream);
+// requantize_transposed on the device: the rows x cols codes and scales of a tile:1xT tensor
+// quantized with `config`, dequantized, transposed and quantized again (cols x rows, same config)
+// into d_out_codes / d_out_scales. d_work: 2 rows x cols floats; d_amax_bits: amax_workspace_slots
+// of the output. Throws std::invalid_argument for another granularity or a two-level rule.
+void requantize_transposed_device(const std::uint8_t* d_codes, const float* d_scales, std::int64_t rows, std::int64_t cols,
+                                  const QuantizeConfig& config, float* d_work, std::uint8_t* d_out_codes,
+                                  float* d_out_scales, unsigned* d_amax_bits, cudaStream_t stream);
 // The two-level rules' first pass alone: the tensor's amax (abs bits) into *d_amax_bits.
 void tensor_amax_device(const float* d_x, std::int64_t n, unsigned* d_amax_bits, cudaStream_t stream);
 

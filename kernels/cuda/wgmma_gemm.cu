@@ -14,7 +14,6 @@
 // promotion is exactly s = a * b then fmaf(p, s, acc) in FP32 (built with --fmad=false).
 #include <cuda.h>
 #include <cuda_bf16.h>
-#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -22,6 +21,7 @@
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/hopper_primitives.cuh"
+#include "kernels/cuda/tensor_maps.hpp"
 #include "kernels/cuda/wgmma_gemm.hpp"
 #include "kernels/cuda/wgmma_instructions.cuh"
 
@@ -211,34 +211,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* function = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    FP8LAB_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || function == nullptr)
-      throw std::runtime_error("the CUDA driver has no cuTensorMapEncodeTiled (TMA needs driver >= 12.0)");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(function);
-  }();
-  return encode;
-}
-
 // rows x k FP8 codes, K-major; boxes of 128 rows x 128 bytes with 128-byte swizzle; reads
 // outside the tensor (M, N and K tails) deliver zeros.
 CUtensorMap operand_map(const std::uint8_t* codes, std::int64_t rows, std::int64_t k, const char* name) {
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k)};  // bytes between rows
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kWgmmaBlockK), 128};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<std::uint8_t*>(codes), dims,
-                                          strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw std::runtime_error(std::string("cuTensorMapEncodeTiled failed for operand ") + name + " (" +
-                             std::to_string(rows) + " x " + std::to_string(k) + "): CUresult " + std::to_string(r));
-  return map;
+  return encode_tensor_map_2d(codes, rows, k, 1, 128, static_cast<int>(kWgmmaBlockK), CU_TENSOR_MAP_SWIZZLE_128B,
+                              (std::string("operand ") + name).c_str());
 }
 
 }  // namespace
