@@ -8,5 +8,7 @@ void add_quantize_bindings(pybind11::module_& m);
 void add_gemm_bindings(pybind11::module_& m);
 void add_metrics_bindings(pybind11::module_& m);
 void add_linear_bindings(pybind11::module_& m);
+void add_torch_train_binding(pybind11::module_& m);
+void add_train_data_bindings(pybind11::module_& m);
 
 }  // namespace fp8lab::python

@@ -35,4 +35,6 @@ PYBIND11_MODULE(_core, m) {
   fp8lab::python::add_gemm_bindings(m);
   fp8lab::python::add_metrics_bindings(m);
   fp8lab::python::add_linear_bindings(m);
+  fp8lab::python::add_torch_train_binding(m);
+  fp8lab::python::add_train_data_bindings(m);
 }

@@ -4,6 +4,7 @@
 // knows nothing else about it, so a new kind is a new file plus one line in study_kinds.cpp.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -119,5 +120,8 @@ class StudyKind {
 
 std::unique_ptr<StudyKind> make_study_kind(const std::string& name);  // nullptr when unknown
 std::vector<std::string> study_kind_names();
+// A kind defined outside the harness library (the Python package's torch_train), known to
+// make_study_kind from then on in this process.
+void register_study_kind(const std::string& name, std::function<std::unique_ptr<StudyKind>()> make);
 
 }  // namespace fp8lab
