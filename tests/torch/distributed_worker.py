@@ -66,6 +66,10 @@ def main():
         state[name] = value.full_tensor() if hasattr(value, "full_tensor") else value
     if rank == 0:
         torch.save({"losses": torch.stack(losses), "state": state}, a.out)
+    # Both ranks leave together: a rank that tore its gloo pairs down while the other still
+    # used them aborted now and then ("terminate called without an active exception").
+    dist.barrier()
+    del trained
     dist.destroy_process_group()
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One fp8lab.torch test: tests/torch/run_torch_test.sh SCRIPT.py BUILD_DIR [ARGS...]
+# One fp8lab.torch test: tests/torch/run_torch_test.sh SCRIPT.py|SCRIPT.sh BUILD_DIR [ARGS...]
 # Runs the script with the pinned torch of the peers' venv (tests/peers/setup_venv.sh installs it,
 # or exits 77, ctest's "skipped", with the reason when PyPI cannot be reached) and the fp8lab
 # package of BUILD_DIR/python. No bytecode is written into the source tree.
@@ -13,4 +13,7 @@ bash "$root/tests/peers/setup_venv.sh" "$venv"
 rc=$?
 ((rc == 0)) || exit "$rc"
 export PATH="$venv/bin:$PATH" PYTHONPATH="$build/python:$here" PYTHONDONTWRITEBYTECODE=1 FP8LAB_BUILD="$build"
-exec "$venv/bin/python" "$here/$script" "$@"
+case "$script" in
+  *.sh) exec bash "$here/$script" "$@" ;;
+  *) exec "$venv/bin/python" "$here/$script" "$@" ;;
+esac
