@@ -4,7 +4,8 @@
 #   1. notebooks/fp8lab_results.py reads the sweep's file as the contract's grid
 #      (check_grid.py: axes, order, types, every point, an interrupted copy);
 #   2. the notebook ran against that grid without an error output;
-#   3. it saved every figure it is listed with below (and no other), as PNG files;
+#   3. it saved every figure it is listed with below (and no other), as PNG files, each with the
+#      numbers it draws beside it (FIGURE.csv);
 #   4. for the default study, on an interrupted copy of the file, it still runs and marks
 #      its figure incomplete, and relative FP8LAB_RESULTS / FP8LAB_FIGURES are taken from the
 #      directory the notebook was run from.
@@ -75,8 +76,11 @@ for png in $expected; do
   [[ -s "$work/figures/$png" ]] || { echo "FAIL: $notebook.ipynb saved no $png" >&2; exit 1; }
   [[ "$(head -c 8 "$work/figures/$png" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] ||
     { echo "FAIL: $notebook.ipynb: $png is not a PNG file" >&2; exit 1; }
+  # Beside every figure, the numbers it draws (notebooks/figure_data.py): a header and some rows.
+  [[ $(wc -l <"$work/figures/${png%.png}.csv") -ge 2 ]] ||
+    { echo "FAIL: $notebook.ipynb: no numbers beside $png (${png%.png}.csv)" >&2; exit 1; }
 done
-saved=$(cd "$work/figures" && ls | sort | tr '\n' ' ')
+saved=$(cd "$work/figures" && ls *.png | sort | tr '\n' ' ')
 [[ "$saved" == "$(tr ' ' '\n' <<<"$expected" | sort | tr '\n' ' ')" ]] ||
   { echo "FAIL: $notebook.ipynb saved [$saved], its list is [$expected] (update the list in $0)" >&2; exit 1; }
 
