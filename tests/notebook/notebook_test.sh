@@ -29,6 +29,7 @@ declare -A figures_of=(
   [recompute]="recompute_tradeoff.png recompute_grad_error.png"
   [fp8_training]="fp8_training.png fp8_training_operand_sqnr.png"
   [fp8_training_nvfp4]="fp8_training.png fp8_training_operand_sqnr.png"
+  [fp8_training_power]="fp8_training_power.png"
   [formats]="formats_error.png formats_clipping.png formats_ue8m0_tax.png formats_code_diff.png"
   [seed_techniques]="seed_techniques_curves.png seed_techniques_claims.png seed_techniques_zero.png"
 )
@@ -48,6 +49,12 @@ if [[ $study == seed_techniques ]]; then
   "$fp8lab" run "$source_dir/tests/notebook/zero_memory_small.toml" -o "$work/zero.h5" --quiet >/dev/null
   "$python" "$source_dir/tests/notebook/check_grid.py" "$work/zero.h5" "$source_dir"
   export FP8LAB_ZERO_RESULTS=$work/zero.h5
+fi
+
+# The training-power notebook also reads the dim256 noise sweep (FP8LAB_DIM256_RESULTS) for its trade.
+if [[ $study == fp8_training_power ]]; then
+  "$fp8lab" run "$source_dir/tests/notebook/fp8_training_power_dim256_small.toml" -o "$work/dim256.h5" --quiet >/dev/null
+  export FP8LAB_DIM256_RESULTS=$work/dim256.h5
 fi
 
 # run_notebook RESULTS FIGURES_DIR: executes the notebook; fails on a cell error or an error
