@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 
@@ -103,6 +104,30 @@ QuantizedTensor kept_x(const LinearLayer& layer, std::uintptr_t codes, std::uint
   return q;
 }
 
+py::dict operand_dict(const train::OperandTally& t, const train::OperandRange& r) {
+  py::dict d;
+  d["elements"] = t.elements;
+  d["signal"] = t.signal;
+  d["noise"] = t.noise;
+  d["sqnr_db"] = t.sqnr_db();
+  d["saturated"] = t.saturated;
+  d["flushed"] = t.flushed;
+  d["amax"] = r.amax;
+  d["scale_min"] = t.elements > 0 ? r.scale_min : std::numeric_limits<double>::quiet_NaN();
+  d["scale_max"] = t.elements > 0 ? r.scale_max : std::numeric_limits<double>::quiet_NaN();
+  return d;
+}
+
+// What a recorded GEMM's quantization did to its operands: {"a": ..., "b": ...}, or None when not
+// asked or when the GEMM quantizes nothing (its precision is not fp8).
+py::object record_object(const train::GemmRecord* record) {
+  if (!record || record->tally.a.elements == 0) return py::none();
+  py::dict d;
+  d["a"] = operand_dict(record->tally.a, record->ranges.a);
+  d["b"] = operand_dict(record->tally.b, record->ranges.b);
+  return d;
+}
+
 void add_layer_class(py::module_& module) {
   py::class_<LinearLayer, std::shared_ptr<LinearLayer>>(module, "_LinearLayer",
                                                         "One linear layer's three GEMMs under a recipe (fp8lab.torch)")
@@ -121,57 +146,84 @@ void add_layer_class(py::module_& module) {
           "fprop",
           [](LinearLayer& l, std::uintptr_t x, std::int64_t m, std::int64_t k, std::uintptr_t w, std::int64_t n,
              std::uintptr_t bias, std::uintptr_t y, bool f64, std::uintptr_t codes, std::uintptr_t scales,
-             std::uintptr_t tensor_level, int threads) {
-            py::gil_scoped_release unlocked;
-            const Threads team(threads);
-            if (f64) return l.fprop(at<const double>(x), m, k, at<const double>(w), n, at<const double>(bias), at<double>(y));
-            QuantizedTensor q;
-            l.fprop(at<const float>(x), m, k, at<const float>(w), n, at<const float>(bias), at<float>(y),
-                    l.keeps_x_fp8() ? &q : nullptr);
-            if (q.codes.empty()) return;  // X is not kept in FP8, or has no elements
-            std::memcpy(at<std::uint8_t>(codes), q.codes.data(), q.codes.size());
-            std::memcpy(at<float>(scales), q.scales.data(), q.scales.size() * sizeof(float));
-            float* level = at<float>(tensor_level);
-            level[0] = q.tensor_scale.decode;
-            level[1] = q.tensor_scale.encode;
-            level[2] = q.tensor_amax;
+             std::uintptr_t tensor_level, int threads, bool record) {
+            train::GemmRecord measured;
+            train::GemmRecord* wanted = record ? &measured : nullptr;
+            {
+              py::gil_scoped_release unlocked;
+              const Threads team(threads);
+              if (f64) {
+                l.fprop(at<const double>(x), m, k, at<const double>(w), n, at<const double>(bias), at<double>(y), nullptr,
+                        wanted);
+              } else {
+                QuantizedTensor q;
+                l.fprop(at<const float>(x), m, k, at<const float>(w), n, at<const float>(bias), at<float>(y),
+                        l.keeps_x_fp8() ? &q : nullptr, wanted);
+                if (!q.codes.empty()) {  // X kept in FP8 (and it has elements)
+                  std::memcpy(at<std::uint8_t>(codes), q.codes.data(), q.codes.size());
+                  std::memcpy(at<float>(scales), q.scales.data(), q.scales.size() * sizeof(float));
+                  float* level = at<float>(tensor_level);
+                  level[0] = q.tensor_scale.decode;
+                  level[1] = q.tensor_scale.encode;
+                  level[2] = q.tensor_amax;
+                }
+              }
+            }
+            return record_object(wanted);
           },
           py::arg("x"), py::arg("m"), py::arg("k"), py::arg("w"), py::arg("n"), py::arg("bias"), py::arg("y"), py::arg("f64"),
-          py::arg("codes"), py::arg("scales"), py::arg("tensor_level"), py::arg("threads"))
+          py::arg("codes"), py::arg("scales"), py::arg("tensor_level"), py::arg("threads"), py::arg("record") = false)
       .def(
           "dgrad",
           [](LinearLayer& l, std::uintptr_t dy, std::int64_t m, std::int64_t n, std::uintptr_t w, std::int64_t k,
-             std::uintptr_t dx, bool f64, int threads) {
-            py::gil_scoped_release unlocked;
-            const Threads team(threads);
-            if (f64) return l.dgrad(at<const double>(dy), m, n, at<const double>(w), k, at<double>(dx));
-            l.dgrad(at<const float>(dy), m, n, at<const float>(w), k, at<float>(dx));
+             std::uintptr_t dx, bool f64, int threads, bool record) {
+            train::GemmRecord measured;
+            train::GemmRecord* wanted = record ? &measured : nullptr;
+            {
+              py::gil_scoped_release unlocked;
+              const Threads team(threads);
+              if (f64) l.dgrad(at<const double>(dy), m, n, at<const double>(w), k, at<double>(dx), wanted);
+              else l.dgrad(at<const float>(dy), m, n, at<const float>(w), k, at<float>(dx), wanted);
+            }
+            return record_object(wanted);
           },
-          py::arg("dy"), py::arg("m"), py::arg("n"), py::arg("w"), py::arg("k"), py::arg("dx"), py::arg("f64"), py::arg("threads"))
+          py::arg("dy"), py::arg("m"), py::arg("n"), py::arg("w"), py::arg("k"), py::arg("dx"), py::arg("f64"), py::arg("threads"),
+          py::arg("record") = false)
       .def(
           "wgrad",
           [](LinearLayer& l, std::uintptr_t dy, std::int64_t m, std::int64_t n, std::uintptr_t x, std::int64_t k,
-             std::uintptr_t dw, bool f64, int threads) {
-            py::gil_scoped_release unlocked;
-            const Threads team(threads);
-            if (f64) return l.wgrad(at<const double>(dy), m, n, at<const double>(x), k, at<double>(dw));
-            l.wgrad(at<const float>(dy), m, n, at<const float>(x), k, at<float>(dw));
+             std::uintptr_t dw, bool f64, int threads, bool record) {
+            train::GemmRecord measured;
+            train::GemmRecord* wanted = record ? &measured : nullptr;
+            {
+              py::gil_scoped_release unlocked;
+              const Threads team(threads);
+              if (f64) l.wgrad(at<const double>(dy), m, n, at<const double>(x), k, at<double>(dw), wanted);
+              else l.wgrad(at<const float>(dy), m, n, at<const float>(x), k, at<float>(dw), wanted);
+            }
+            return record_object(wanted);
           },
-          py::arg("dy"), py::arg("m"), py::arg("n"), py::arg("x"), py::arg("k"), py::arg("dw"), py::arg("f64"), py::arg("threads"))
+          py::arg("dy"), py::arg("m"), py::arg("n"), py::arg("x"), py::arg("k"), py::arg("dw"), py::arg("f64"), py::arg("threads"),
+          py::arg("record") = false)
       .def(
           "wgrad_from_fp8",
           [](LinearLayer& l, std::uintptr_t dy, std::int64_t m, std::int64_t n, std::uintptr_t codes, std::uintptr_t scales,
-             std::uintptr_t tensor_level, std::int64_t k, std::uintptr_t dw, int threads) {
-            py::gil_scoped_release unlocked;
-            const Threads team(threads);
-            if (m == 0 || n == 0 || k == 0) {
-              std::fill_n(at<float>(dw), n * k, 0.0f);
-              return;
+             std::uintptr_t tensor_level, std::int64_t k, std::uintptr_t dw, int threads, bool record, std::uintptr_t x_source) {
+            train::GemmRecord measured;
+            train::GemmRecord* wanted = record ? &measured : nullptr;
+            {
+              py::gil_scoped_release unlocked;
+              const Threads team(threads);
+              if (m == 0 || n == 0 || k == 0)
+                std::fill_n(at<float>(dw), n * k, 0.0f);
+              else
+                l.wgrad(at<const float>(dy), m, n, kept_x(l, codes, scales, tensor_level, m, k), at<float>(dw), wanted,
+                        at<const float>(x_source));
             }
-            l.wgrad(at<const float>(dy), m, n, kept_x(l, codes, scales, tensor_level, m, k), at<float>(dw));
+            return record_object(wanted);
           },
           py::arg("dy"), py::arg("m"), py::arg("n"), py::arg("codes"), py::arg("scales"), py::arg("tensor_level"), py::arg("k"),
-          py::arg("dw"), py::arg("threads"));
+          py::arg("dw"), py::arg("threads"), py::arg("record") = false, py::arg("x_source") = 0);
 }
 
 }  // namespace

@@ -37,4 +37,5 @@ PYBIND11_MODULE(_core, m) {
   fp8lab::python::add_linear_bindings(m);
   fp8lab::python::add_torch_train_binding(m);
   fp8lab::python::add_train_data_bindings(m);
+  fp8lab::python::add_grid_file_binding(m);
 }

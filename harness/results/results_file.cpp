@@ -2,6 +2,7 @@
 // and read back, whole columns read, root attributes and counters; closing and flushing.
 #include "harness/results/results_file.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "harness/results/results_file_h5.hpp"
@@ -55,6 +56,30 @@ ResultsFile::PointSelection ResultsFile::select_point(std::int64_t index, const 
             "H5Sselect_hyperslab");
   h5::Dataspace memory(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), "H5Screate_simple");
   return {std::move(file_space), std::move(memory)};
+}
+
+void ResultsFile::write_column(const std::string& column, const std::vector<double>& values) try {
+  const auto c = std::find_if(columns_.begin(), columns_.end(), [&](const ColumnDef& d) { return d.name == column; });
+  const auto size = static_cast<std::size_t>(points()) * (c != columns_.end() && c->extra ? c->extra->size() : 1);
+  if (c == columns_.end() || c->type != ColumnDef::Type::f64 || values.size() != size)
+    throw std::invalid_argument("results column '" + column + "': not an f64 column of " + std::to_string(size) + " values");
+  h5::check(H5Dwrite(dataset(column), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "H5Dwrite");
+  flush();
+} catch (const h5::H5Error& e) {
+  rethrow_naming(path_, e);
+}
+
+void ResultsFile::write_column(const std::string& column, const std::vector<std::string>& values) try {
+  const auto c = std::find_if(columns_.begin(), columns_.end(), [&](const ColumnDef& d) { return d.name == column; });
+  if (c == columns_.end() || c->type != ColumnDef::Type::str || values.size() != static_cast<std::size_t>(points()))
+    throw std::invalid_argument("results column '" + column + "': not a string column of " + std::to_string(points()) +
+                                " values");
+  std::vector<const char*> texts;
+  for (const std::string& v : values) texts.push_back(v.c_str());
+  h5::check(H5Dwrite(dataset(column), string_type().get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, texts.data()), "H5Dwrite");
+  flush();
+} catch (const h5::H5Error& e) {
+  rethrow_naming(path_, e);
 }
 
 void ResultsFile::write_point(std::int64_t index, const Row& row, const std::map<std::string, std::int64_t>& counters) try {

@@ -98,6 +98,11 @@ class ResultsFile {
   // its type; vectors of the extra dimension's length), then the counters as root attributes,
   // then flushes the file.
   void write_point(std::int64_t index, const Row& row, const std::map<std::string, std::int64_t>& counters = {});
+  // Every point's element of a column at once (grid order, extra dimension fastest), then a flush:
+  // for a writer that has its whole grid in hand (fp8lab.torch's recorder). `status` last, as
+  // write_point does, so the points count as done only once the rest is written.
+  void write_column(const std::string& column, const std::vector<double>& values);
+  void write_column(const std::string& column, const std::vector<std::string>& values);
   // A whole column, flattened in grid order (extra dimension fastest).
   std::vector<double> read_f64(const std::string& column) const;
   std::vector<std::int64_t> read_i64(const std::string& column) const;

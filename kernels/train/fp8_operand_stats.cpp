@@ -1,5 +1,6 @@
 #include "kernels/train/fp8_operand_stats.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -30,6 +31,23 @@ double OperandTally::sqnr_db() const {
   if (elements == 0) return std::numeric_limits<double>::quiet_NaN();
   if (noise == 0) return std::numeric_limits<double>::infinity();
   return 10.0 * std::log10(signal / noise);
+}
+
+void OperandRange::add(const OperandRange& o) {
+  amax = std::max(amax, o.amax);
+  scale_min = std::min(scale_min, o.scale_min);
+  scale_max = std::max(scale_max, o.scale_max);
+}
+
+OperandRange operand_range(const QuantizedTensor& q, std::span<const float> source) {
+  OperandRange r;
+  for (const float x : source) r.amax = std::max(r.amax, static_cast<double>(std::fabs(x)));
+  for (const float s : q.scales) {
+    const double effective = static_cast<double>(s) * q.tensor_scale.decode;
+    r.scale_min = std::min(r.scale_min, effective);
+    r.scale_max = std::max(r.scale_max, effective);
+  }
+  return r;
 }
 
 GemmOperandTally& Fp8OperandStats::entry(const std::string& layer, GemmKind kind) {

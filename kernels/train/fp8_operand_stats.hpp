@@ -23,6 +23,7 @@
 // which leaves SQNR and the fractions unchanged.
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,6 +57,19 @@ class Fp8OperandStats {
  private:
   std::deque<GemmOperandTally> entries_;
 };
+
+// The range of an operand and of its scales, for fp8lab.torch's recorder: max |x| over the
+// operand's values, and the smallest and largest scale in effect over its tiles (the tile scale
+// times the per-tensor decode factor of the two-level rules). add() takes the extremes of both.
+struct OperandRange {
+  double amax = 0;
+  double scale_min = std::numeric_limits<double>::infinity(), scale_max = 0;
+  void add(const OperandRange& other);
+};
+struct GemmOperandRanges {
+  OperandRange a, b;
+};
+OperandRange operand_range(const QuantizedTensor& q, std::span<const float> source);
 
 // Tallies `q` against `source`, the operand's high-precision values (q.rows x q.cols, row-major).
 // `quantizer_input`, when given, is what the quantizer itself read, when that differs from the

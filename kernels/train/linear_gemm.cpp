@@ -151,6 +151,10 @@ void fp8_nt(const GemmCall& call, const Real* a, std::int64_t lda, const Real* b
       tally_operand(qa, ac, call.tally->a, {}, p.delayed_scaling ? call.delayed_a->scaler.scale() : 0.0f);
       tally_operand(qb, bc, call.tally->b, {}, p.delayed_scaling ? call.delayed_b->scaler.scale() : 0.0f);
     }
+    if (call.ranges) {
+      call.ranges->a.add(operand_range(qa, ac));
+      call.ranges->b.add(operand_range(qb, bc));
+    }
     gemm_into(qa, qb, p.gemm, c, accumulate);
     if (call.quantized_a) *call.quantized_a = std::move(qa);
   } else {
@@ -227,9 +231,13 @@ void requantized(const GemmCall& call, const float* dy, std::int64_t rows, std::
   const std::span<const float> dys(dy, static_cast<std::size_t>(k * m));
   const QuantizedTensor first_a = cpu::quantize(dys, k, m, quantize_config(sa, sa.a_format, sa.a_granularity));
   const QuantizedTensor qa = cpu::requantize_transposed(first_a), qb = cpu::requantize_transposed(first_b);
-  if (call.tally) {
+  if (call.tally && !xt.empty()) {
     tally_requantized(qa, first_a, dyt, call.tally->a);
     tally_requantized(qb, first_b, xt, call.tally->b);
+  }
+  if (call.ranges && !xt.empty()) {
+    call.ranges->a.add(operand_range(qa, dyt));
+    call.ranges->b.add(operand_range(qb, xt));
   }
   gemm_into(qa, qb, call.precision.gemm, dw.data(), accumulate);
 }
@@ -269,10 +277,11 @@ void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, 
            std::int64_t row_begin, std::int64_t row_end) {
   const std::int64_t m = dy.cols, n = x.cols, k = row_end - row_begin;
   // The non-FP8 kinds read dY transposed in place, and the re-quantizing FP8 path reads dY and X
-  // in place; the latter needs their transposes only to tally what quantization did. The ledger
+  // in place; the latter needs their transposes only to measure what quantization did. The ledger
   // counts them either way, as a device implementation that made them would.
   const bool requantizing = call.precision.kind == Kind::fp8 && call.precision.requantize_transposed;
-  const bool transposes_read = call.precision.kind == Kind::fp8 && (!requantizing || call.tally != nullptr);
+  const bool measured = call.tally != nullptr || call.ranges != nullptr;
+  const bool transposes_read = call.precision.kind == Kind::fp8 && (!requantizing || measured);
   Tensor<Real> dyt = workspace<Real>(call, m, k);  // dY^T: out x rows
   if (dyt.has_data() && transposes_read) transpose(dy.row(row_begin), k, m, m, dyt.data());
   if (call.precision.kind != Kind::fp8)
@@ -288,16 +297,23 @@ void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, 
     first_b.cols = n;
     if (x.has_data()) first_b = cpu::quantize(xs, k, n, quantize_config(sb, sb.a_format, sb.a_granularity));
     requantized(call, dy.has_data() ? dy.row(row_begin) : nullptr, k, m, first_b, dw, accumulate,
-                call.tally ? std::span<const float>(dyt.data(), static_cast<std::size_t>(m * k)) : std::span<const float>(),
-                call.tally ? std::span<const float>(xt.data(), static_cast<std::size_t>(n * k)) : std::span<const float>());
+                measured ? std::span<const float>(dyt.data(), static_cast<std::size_t>(m * k)) : std::span<const float>(),
+                measured ? std::span<const float>(xt.data(), static_cast<std::size_t>(n * k)) : std::span<const float>());
   } else {
     throw std::logic_error("fp8 GEMMs run in an FP32 step only");
   }
 }
 
 void wgrad_requantized(const GemmCall& call, const Tensor<float>& dy, const QuantizedTensor& x_fp8, Tensor<float>& dw,
-                       bool accumulate) {
-  requantized(call, dy.data(), dy.rows, dy.cols, x_fp8, dw, accumulate, {}, {});
+                       bool accumulate, const Tensor<float>* x_source) {
+  std::vector<float> dyt, xt;  // dY^T and X^T, what the tally and ranges measure against
+  if ((call.tally || call.ranges) && x_source && x_source->has_data()) {
+    dyt.resize(static_cast<std::size_t>(dy.size()));
+    xt.resize(static_cast<std::size_t>(x_source->size()));
+    transpose(dy.data(), dy.rows, dy.cols, dy.cols, dyt.data());
+    transpose(x_source->data(), x_source->rows, x_source->cols, x_source->cols, xt.data());
+  }
+  requantized(call, dy.data(), dy.rows, dy.cols, x_fp8, dw, accumulate, dyt, xt);
 }
 
 template void fprop(const GemmCall&, const Tensor<float>&, const Tensor<float>&, Tensor<float>&);

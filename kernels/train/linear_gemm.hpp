@@ -36,6 +36,8 @@ struct GemmCall {
   // fp8 Fprop and Dgrad: receives A (X, dY) as the GEMM quantized it (fp8lab.torch keeps Fprop's X
   // so for a re-quantizing Wgrad, wgrad_requantized below).
   QuantizedTensor* quantized_a = nullptr;
+  // fp8: the operands' ranges (amax, scales) beside the tally, when asked (fp8lab.torch's recorder).
+  GemmOperandRanges* ranges = nullptr;
 };
 
 // The seed of an operand's stochastic rounding (GemmPrecision::a_rounding / b_rounding): a hash
@@ -57,8 +59,9 @@ void wgrad(const GemmCall& call, const Tensor<Real>& dy, const Tensor<Real>& x, 
 // Wgrad's re-quantizing path (precision.requantize_transposed: DeepSeek-V3's) on X as Fprop quantized
 // it (rows x in, 1xT tiles along in, e.g. kept by GemmCall::quantized_a): dW (+)= dY^T X over all of
 // dY's rows (dY: rows x out, FP32), X^T re-quantized from x_fp8 and dY^T from dY's Dgrad quantization,
-// as wgrad() computes them.
+// as wgrad() computes them. x_source: X itself (rows x in), which the tally and ranges are taken
+// against when the call asks for them (else they are left out: the FP8 copy is all there is).
 void wgrad_requantized(const GemmCall& call, const Tensor<float>& dy, const QuantizedTensor& x_fp8, Tensor<float>& dw,
-                       bool accumulate);
+                       bool accumulate, const Tensor<float>* x_source = nullptr);
 
 }  // namespace fp8lab::train

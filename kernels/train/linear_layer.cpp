@@ -43,9 +43,15 @@ struct LinearLayer::Call {
   std::unique_lock<std::mutex> delayed_lock;
   GemmCall gemm;
 
-  Call(LinearLayer& l, GemmKind kind)
+  Call(LinearLayer& l, GemmKind kind, GemmRecord* record)
       : gemm{ledger, l.precision(kind), &l.dgrad_, &l.fprop_, static_cast<int>(l.fp64_ ? sizeof(double) : sizeof(float))} {
     const GemmPrecision& p = l.precision(kind);
+    if (record && p.kind == GemmPrecision::Kind::fp8) {
+      record->tally.layer = l.layer_;
+      record->tally.kind = kind;
+      gemm.tally = &record->tally;
+      gemm.ranges = &record->ranges;
+    }
     if (p.kind != GemmPrecision::Kind::fp8 || !p.delayed_scaling) return;
     delayed_lock = std::unique_lock<std::mutex>(l.delayed_mutex_);
     if (kind == GemmKind::fprop && l.delayed_recorded_) {
@@ -75,8 +81,8 @@ QuantizeConfig LinearLayer::x_fp8_config() const { return {fprop_.a_format, fpro
 
 template <class Real>
 void LinearLayer::fprop(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, const Real* bias,
-                        Real* y, QuantizedTensor* x_fp8) {
-  fprop_gemm(x, m, k, w, n, y, x_fp8);
+                        Real* y, QuantizedTensor* x_fp8, GemmRecord* record) {
+  fprop_gemm(x, m, k, w, n, y, x_fp8, record);
   if (!bias) return;
 #pragma omp parallel for schedule(static) if (m * n >= kParallelBiasElements)
   for (std::int64_t i = 0; i < m; ++i)
@@ -93,55 +99,60 @@ void LinearLayer::bias_grad(const Real* dy, std::int64_t m, std::int64_t n, Real
 
 template <class Real>
 void LinearLayer::fprop_gemm(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, Real* y,
-                             QuantizedTensor* x_fp8) {
+                             QuantizedTensor* x_fp8, GemmRecord* record) {
   if (empty_gemm(m, n, k, y, m * n)) {
     if constexpr (std::is_same_v<Real, float>)  // no output, but backward still reads X's quantization
       if (x_fp8 && keeps_x_fp8() && m > 0 && k > 0)
         *x_fp8 = cpu::quantize(std::span<const float>(x, static_cast<std::size_t>(m * k)), m, k, x_fp8_config());
     return;
   }
-  Call call(*this, GemmKind::fprop);
+  Call call(*this, GemmKind::fprop, record);
   if (keeps_x_fp8()) call.gemm.quantized_a = x_fp8;
   Tensor<Real> out = view<Real>(y, m, n);
   train::fprop(call.gemm, view(x, m, k), view(w, n, k), out);
 }
 
 template <class Real>
-void LinearLayer::dgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* w, std::int64_t k, Real* dx) {
+void LinearLayer::dgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* w, std::int64_t k, Real* dx,
+                        GemmRecord* record) {
   if (empty_gemm(m, n, k, dx, m * k)) return;
-  Call call(*this, GemmKind::dgrad);
+  Call call(*this, GemmKind::dgrad, record);
   Tensor<Real> out = view<Real>(dx, m, k);
   train::dgrad(call.gemm, view(dy, m, n), view(w, n, k), out);
 }
 
 template <class Real>
-void LinearLayer::wgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* x, std::int64_t k, Real* dw) {
+void LinearLayer::wgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* x, std::int64_t k, Real* dw,
+                        GemmRecord* record) {
   if (empty_gemm(m, n, k, dw, n * k)) return;
-  Call call(*this, GemmKind::wgrad);
+  Call call(*this, GemmKind::wgrad, record);
   Tensor<Real> out = view<Real>(dw, n, k);
   train::wgrad(call.gemm, view(dy, m, n), view(x, m, k), out, false, 0, m);
 }
 
-void LinearLayer::wgrad(const float* dy, std::int64_t m, std::int64_t n, const QuantizedTensor& x_fp8, float* dw) {
+void LinearLayer::wgrad(const float* dy, std::int64_t m, std::int64_t n, const QuantizedTensor& x_fp8, float* dw,
+                        GemmRecord* record, const float* x_source) {
   const std::int64_t k = x_fp8.cols;
   if (!keeps_x_fp8()) throw std::logic_error("LinearLayer::wgrad: " + layer_ + "'s recipe keeps X, not its FP8 copy");
   if (x_fp8.rows != m) throw std::invalid_argument("wgrad of " + layer_ + ": dY has " + std::to_string(m) +
                                                    " rows, the kept X " + std::to_string(x_fp8.rows));
   if (empty_gemm(m, n, k, dw, n * k)) return;
-  Call call(*this, GemmKind::wgrad);
+  Call call(*this, GemmKind::wgrad, x_source ? record : nullptr);
   Tensor<float> out = view<float>(dw, n, k);
-  wgrad_requantized(call.gemm, view(dy, m, n), x_fp8, out, false);
+  const Tensor<float> source = x_source ? view(x_source, m, k) : Tensor<float>();
+  wgrad_requantized(call.gemm, view(dy, m, n), x_fp8, out, false, x_source ? &source : nullptr);
 }
 
 template void LinearLayer::fprop(const float*, std::int64_t, std::int64_t, const float*, std::int64_t, const float*, float*,
-                                 QuantizedTensor*);
+                                 QuantizedTensor*, GemmRecord*);
 template void LinearLayer::fprop(const double*, std::int64_t, std::int64_t, const double*, std::int64_t, const double*,
-                                 double*, QuantizedTensor*);
+                                 double*, QuantizedTensor*, GemmRecord*);
 template void LinearLayer::bias_grad(const float*, std::int64_t, std::int64_t, float*);
 template void LinearLayer::bias_grad(const double*, std::int64_t, std::int64_t, double*);
-template void LinearLayer::dgrad(const float*, std::int64_t, std::int64_t, const float*, std::int64_t, float*);
-template void LinearLayer::dgrad(const double*, std::int64_t, std::int64_t, const double*, std::int64_t, double*);
-template void LinearLayer::wgrad(const float*, std::int64_t, std::int64_t, const float*, std::int64_t, float*);
-template void LinearLayer::wgrad(const double*, std::int64_t, std::int64_t, const double*, std::int64_t, double*);
+template void LinearLayer::dgrad(const float*, std::int64_t, std::int64_t, const float*, std::int64_t, float*, GemmRecord*);
+template void LinearLayer::dgrad(const double*, std::int64_t, std::int64_t, const double*, std::int64_t, double*, GemmRecord*);
+template void LinearLayer::wgrad(const float*, std::int64_t, std::int64_t, const float*, std::int64_t, float*, GemmRecord*);
+template void LinearLayer::wgrad(const double*, std::int64_t, std::int64_t, const double*, std::int64_t, double*,
+                                 GemmRecord*);
 
 }  // namespace fp8lab::train

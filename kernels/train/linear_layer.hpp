@@ -17,6 +17,10 @@
 // per forward-backward pass (TE's once per forward; one optimizer step per pass).
 // Empty shapes (m, n or k = 0) give zeros, as torch's matmul does.
 //
+// A GemmRecord, when given, receives what quantization did to the GEMM's operands (the engine's
+// tally: SQNR, saturated and flushed counts, kernels/train/fp8_operand_stats.hpp, and their ranges:
+// amax, scale extremes): fp8 GEMMs only, the same bits computed either way.
+//
 // A bias (nn.Linear's; the engine's model has none) is added to the GEMM's output, one rounding
 // per element, and its gradient is each column of dY summed in FP64 in order of rows, rounded
 // once: the same bits on any thread count, in eager and compiled graphs alike.
@@ -25,9 +29,15 @@
 #include <string>
 
 #include "kernels/train/delayed_operand_scales.hpp"
+#include "kernels/train/fp8_operand_stats.hpp"
 #include "kernels/train/precision_recipe.hpp"
 
 namespace fp8lab::train {
+
+struct GemmRecord {
+  GemmOperandTally tally;
+  GemmOperandRanges ranges;
+};
 
 class LinearLayer {
  public:
@@ -44,13 +54,17 @@ class LinearLayer {
   // bias: n values or nullptr.
   template <class Real>
   void fprop(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, const Real* bias, Real* y,
-             QuantizedTensor* x_fp8 = nullptr);
+             QuantizedTensor* x_fp8 = nullptr, GemmRecord* record = nullptr);
   template <class Real>
-  void dgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* w, std::int64_t k, Real* dx);
+  void dgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* w, std::int64_t k, Real* dx,
+             GemmRecord* record = nullptr);
   template <class Real>
-  void wgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* x, std::int64_t k, Real* dw);
-  // The re-quantizing Wgrad from X's Fprop quantization (keeps_x_fp8()).
-  void wgrad(const float* dy, std::int64_t m, std::int64_t n, const QuantizedTensor& x_fp8, float* dw);
+  void wgrad(const Real* dy, std::int64_t m, std::int64_t n, const Real* x, std::int64_t k, Real* dw,
+             GemmRecord* record = nullptr);
+  // The re-quantizing Wgrad from X's Fprop quantization (keeps_x_fp8()); x_source: X itself, which
+  // a record measures against (nullptr: the record keeps no operand figures).
+  void wgrad(const float* dy, std::int64_t m, std::int64_t n, const QuantizedTensor& x_fp8, float* dw,
+             GemmRecord* record = nullptr, const float* x_source = nullptr);
   // The bias gradient: db[j] = sum over rows i of dY[i][j] (dY: m x n).
   template <class Real>
   static void bias_grad(const Real* dy, std::int64_t m, std::int64_t n, Real* db);
@@ -59,7 +73,7 @@ class LinearLayer {
   struct Call;
   template <class Real>
   void fprop_gemm(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, Real* y,
-                  QuantizedTensor* x_fp8);
+                  QuantizedTensor* x_fp8, GemmRecord* record);
   std::string layer_;
   GemmPrecision fprop_, dgrad_, wgrad_;
   bool fp64_ = false;
