@@ -8,7 +8,7 @@
 // out_features x in_features from `operands.weight_distribution` (default gaussian; "same":
 // X's distribution, e.g. both positive) / sqrt(in_features); dY is tokens x out_features
 // Gaussian. Layers named stories260K/... take X, W and dY from the real checkpoint instead
-// (harness/real_layers.hpp); layer "tensors" takes them from the files of the spec's
+// (harness/study/real_layers.hpp); layer "tensors" takes them from the files of the spec's
 // [tensors] table (x, w and optionally dy; .npy, or .safetensors with x_name / w_name /
 // dy_name; paths relative to the spec). In C = A * B^T form (both K-major):
 //   fprop  A = X   (T x K)   B = W   (N x K)
@@ -25,10 +25,10 @@
 #include "data/layer_catalog.hpp"
 #include "data/synthetic_tensors.hpp"
 #include "data/sha256.hpp"
-#include "harness/gemm_errors.hpp"
-#include "harness/memory_budget.hpp"
-#include "harness/operand_checks.hpp"
-#include "harness/real_layers.hpp"
+#include "harness/metrics/gemm_errors.hpp"
+#include "harness/requests/memory_budget.hpp"
+#include "harness/requests/operand_checks.hpp"
+#include "harness/study/real_layers.hpp"
 #include "harness/study/study_kind.hpp"
 #include "kernels/backend.hpp"
 

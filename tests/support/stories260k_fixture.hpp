@@ -3,8 +3,8 @@
 // of BOS), loaded once per test binary: the engine tests' shared operands.
 #include <vector>
 
-#include "harness/llama2c_weights.hpp"
-#include "harness/train_step_errors.hpp"
+#include "harness/metrics/train_step_errors.hpp"
+#include "harness/train/llama2c_weights.hpp"
 
 namespace fp8lab::test {
 
