@@ -1,7 +1,7 @@
 #pragma once
 // The stories260K data files (llama2.c legacy export and its tokenizer), read in place: the
 // repository never contains them. The checkpoint's weights are read by the harness into the
-// engine's struct (harness/llama2c_weights.hpp); this file finds data files and reads the tokenizer. Search order: $FP8LAB_DATA_DIR/stories260K/,
+// engine's struct (harness/train/llama2c_weights.hpp); this file finds data files and reads the tokenizer. Search order: $FP8LAB_DATA_DIR/stories260K/,
 // then ../shared/data/stories260K/ beside the source tree, then data/stories260K/.
 // The file's sha256 must match the published one (see data/README.md).
 #include <cstddef>

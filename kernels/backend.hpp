@@ -1,6 +1,6 @@
 #pragma once
 // The operations every backend implements (DESIGN.md section 1): the harness picks one at
-// run time (harness/backend_select.hpp: --backend cpu|cuda|auto) and calls only this.
+// run time (harness/requests/backend_select.hpp: --backend cpu|cuda|auto) and calls only this.
 // Contracts are those of kernels/cpu/quantize.hpp, requantize_transposed.hpp and
 // gemm_fp8_nt.hpp; results must be bit-identical across backends.
 #include <cstdint>
@@ -33,7 +33,7 @@ class Backend {
 
   // Which backend's GEMM runs this configuration (when gemm_config_failure is empty): this
   // one's own, or, for a backend that hands what it cannot run to another (--backend auto,
-  // harness/backend_select.hpp), that one's name and why this one could not. Recorded per point.
+  // harness/requests/backend_select.hpp), that one's name and why this one could not. Recorded per point.
   struct GemmRoute {
     std::string backend;
     std::string fallback_reason;  // empty when the backend itself runs it

@@ -31,7 +31,7 @@ DEEPSEEK_V3 = {"a_granularity": "tile:1x128", "b_granularity": "block:128x128", 
 DEEPSEEK_V3_LABEL = "DeepSeek-V3 recipe (1x128 / 128x128, N_C 128)"
 HIGHLIGHT = "#d62728"  # the recipe's mark; no data series uses this red
 REFERENCE = "0.35"     # reference marks: dark grey, dash-dot
-INTERVAL_NOTE = ("error bars: 95% intervals of the sampled estimate (ratio estimator, harness/gemm_errors.hpp; "
+INTERVAL_NOTE = ("error bars: 95% intervals of the sampled estimate (ratio estimator, harness/metrics/gemm_errors.hpp; "
                  "a bar running off the axis edge reaches 0)")
 
 # Published figures (FACTS.md, with their sources) and what they become in fp8lab's metrics.

@@ -10,14 +10,14 @@
 
 #include "data/tensor_io/npy.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/progress.hpp"
-#include "harness/gemm_errors.hpp"
-#include "harness/gemm_request.hpp"
-#include "harness/quantize_request.hpp"
+#include "harness/runtime/progress.hpp"
+#include "harness/metrics/gemm_errors.hpp"
+#include "harness/requests/gemm_request.hpp"
+#include "harness/requests/quantize_request.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
-#include "harness/memory_budget.hpp"
-#include "harness/operand_checks.hpp"
-#include "harness/output_files.hpp"
+#include "harness/requests/memory_budget.hpp"
+#include "harness/requests/operand_checks.hpp"
+#include "harness/runtime/output_files.hpp"
 
 namespace fp8lab::cli {
 namespace {

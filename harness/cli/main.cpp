@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "data/tensor_io/tensor.hpp"
-#include "harness/build_info.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/interrupt.hpp"
 #include "harness/results/h5_handles.hpp"
+#include "harness/runtime/build_info.hpp"
+#include "harness/runtime/interrupt.hpp"
 #include "harness/study/study_spec.hpp"
 
 namespace fp8lab::cli {

@@ -12,11 +12,11 @@
 
 #include "data/tensor_io/npy.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/progress.hpp"
+#include "harness/runtime/progress.hpp"
 #include "harness/metrics/error_metrics_json.hpp"
-#include "harness/operand_checks.hpp"
-#include "harness/output_files.hpp"
-#include "harness/quantize_request.hpp"
+#include "harness/requests/operand_checks.hpp"
+#include "harness/runtime/output_files.hpp"
+#include "harness/requests/quantize_request.hpp"
 #include "kernels/cpu/quantize.hpp"
 
 namespace fp8lab::cli {

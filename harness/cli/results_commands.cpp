@@ -7,12 +7,12 @@
 
 #include "data/layer_catalog.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/memory_budget.hpp"
-#include "harness/output_files.hpp"
-#include "harness/real_layers.hpp"
+#include "harness/requests/memory_budget.hpp"
 #include "harness/results/results_file.hpp"
 #include "harness/results/results_report.hpp"
+#include "harness/runtime/output_files.hpp"
 #include "harness/study/input_hashes.hpp"
+#include "harness/study/real_layers.hpp"
 #include "harness/study/runner.hpp"
 
 namespace fp8lab::cli {

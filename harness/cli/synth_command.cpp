@@ -6,8 +6,8 @@
 #include "data/synthetic_tensors.hpp"
 #include "data/tensor_io/npy.hpp"
 #include "harness/cli/commands.hpp"
-#include "harness/memory_budget.hpp"
-#include "harness/output_files.hpp"
+#include "harness/requests/memory_budget.hpp"
+#include "harness/runtime/output_files.hpp"
 
 namespace fp8lab::cli {
 namespace {

@@ -2,8 +2,8 @@
 
 #include "data/tensor_io/npy.hpp"
 #include "data/tensor_io/tensor.hpp"
-#include "harness/operand_checks.hpp"
-#include "harness/quantize_request.hpp"
+#include "harness/requests/operand_checks.hpp"
+#include "harness/requests/quantize_request.hpp"
 #include "kernels/train/linear_gemm.hpp"
 
 namespace fp8lab::python {

@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "harness/gemm_request.hpp"
+#include "harness/requests/gemm_request.hpp"
 #include "kernels/hadamard_transform.hpp"
 #include "harness/python/array_conversion.hpp"
 #include "harness/python/bindings.hpp"

@@ -8,7 +8,7 @@
 #include "harness/python/array_conversion.hpp"
 #include "harness/python/bindings.hpp"
 #include "harness/python/metrics_dict.hpp"
-#include "harness/quantize_request.hpp"
+#include "harness/requests/quantize_request.hpp"
 
 namespace fp8lab::python {
 

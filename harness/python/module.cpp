@@ -1,7 +1,7 @@
 // fp8lab._core, the C++ of the `fp8lab` Python package (harness/python/fp8lab/ re-exports it):
 // the quantizers, the emulated FP8 GEMM and the error metrics on NumPy arrays, computing what the
-// CLI computes (the options and their defaults are the CLI's: harness/gemm_request.hpp,
-// harness/quantize_request.hpp) and refusing what it refuses with its message: ValueError for a
+// CLI computes (the options and their defaults are the CLI's: harness/requests/gemm_request.hpp,
+// harness/requests/quantize_request.hpp) and refusing what it refuses with its message: ValueError for a
 // bad value, TypeError for a wrong dtype; and what fp8lab.torch runs (linear_bindings.cpp).
 #include <pybind11/pybind11.h>
 

@@ -5,7 +5,7 @@
 
 #include "harness/python/array_conversion.hpp"
 #include "harness/python/bindings.hpp"
-#include "harness/quantize_request.hpp"
+#include "harness/requests/quantize_request.hpp"
 #include "kernels/cpu/quantize.hpp"
 
 namespace fp8lab::python {

@@ -10,10 +10,10 @@
 #include <cstdio>
 
 #include "data/llama2c_checkpoint.hpp"
-#include "harness/llama2c_weights.hpp"
 #include "harness/python/array_conversion.hpp"
 #include "harness/python/bindings.hpp"
 #include "harness/train/batch_order.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "harness/train/lr_schedule.hpp"
 #include "harness/train/model_init.hpp"
 #include "harness/train/story_sampler.hpp"

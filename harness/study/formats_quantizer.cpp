@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "harness/quantize_request.hpp"
+#include "harness/requests/quantize_request.hpp"
 
 namespace fp8lab {
 

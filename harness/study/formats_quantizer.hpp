@@ -1,6 +1,6 @@
 #pragma once
 // A value of the formats study's `quantizer` axis (harness/study/formats_study.cpp):
-//   SCHEME                    deepseek, mxfp8, mxfp4, nvfp4 (harness/quantize_request.hpp): format,
+//   SCHEME                    deepseek, mxfp8, mxfp4, nvfp4 (harness/requests/quantize_request.hpp): format,
 //                             rule, and the granularity the scheme gives the tensor's role
 //                             (weights: 128x128 / 1x32 / 1x32 / 16x16 blocks, activations and
 //                             gradients: 1x128 / 1x32 / 1x32 / 1x16 tiles);

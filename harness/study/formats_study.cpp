@@ -15,7 +15,7 @@
 //
 // Axes: `tensor` ("<linear>.W" the checkpoint's weight, out x in; "<linear>.X" its input and
 // "<linear>.dY" its output gradient, T x in / T x out, from the FP64 forward/backward of
-// harness/real_layers; "outliers" a synthetic tensor), `outlier_scale` and `seed` (parameter axes
+// harness/study/real_layers; "outliers" a synthetic tensor), `outlier_scale` and `seed` (parameter axes
 // of "outliers", harness/study/grid.hpp), `rounding` (nearest, stochastic: draws from
 // [stochastic] seed), `quantizer` (harness/study/formats_quantizer.hpp: a scheme, whose
 // granularity follows the tensor's role, or FORMAT/GRANULARITY/RULE).
@@ -28,14 +28,14 @@
 // slice. It would be an axis `gemm` (default "none"; fprop, dgrad, wgrad) whose non-none values
 // take a real layer's X, W and dY together (tensor values naming a layer, not one tensor), with
 // `accum` as a parameter axis of those values (ParameterOf{"gemm", ...}), and the three errors
-// of harness/gemm_errors as columns, NaN at gemm = "none"; the columns here stay as they are.
+// of harness/metrics/gemm_errors as columns, NaN at gemm = "none"; the columns here stay as they are.
 #include <cmath>
 #include <limits>
 
 #include "data/synthetic_tensors.hpp"
 #include "harness/metrics/error_metrics.hpp"
 #include "harness/metrics/format_metrics.hpp"
-#include "harness/quantize_request.hpp"
+#include "harness/requests/quantize_request.hpp"
 #include "harness/study/formats_quantizer.hpp"
 #include "harness/study/formats_tensors.hpp"
 #include "harness/study/integer_axis_value.hpp"
@@ -254,7 +254,7 @@ class FormatsStudy final : public StudyKind {
   }
 
   std::string operand_description() const override {
-    return "real stories260K weights, activations and activation gradients (harness/real_layers.hpp) and/or "
+    return "real stories260K weights, activations and activation gradients (harness/study/real_layers.hpp) and/or "
            "synthetic tensors with outlier channels, per point in the `operands` variable";
   }
 

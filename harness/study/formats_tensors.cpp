@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "harness/real_layers.hpp"
+#include "harness/study/real_layers.hpp"
 #include "harness/study/study_kind.hpp"
 
 namespace fp8lab {

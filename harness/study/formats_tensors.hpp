@@ -5,7 +5,7 @@
 //                  both sides are equal), role "weight";
 //   "<linear>.X"   that layer's input on the real prompt (T x in) and
 //   "<linear>.dY"  its output gradient (T x out), from the FP64 forward/backward of
-//                  harness/real_layers, rounded once to FP32; roles "activation" and "gradient";
+//                  harness/study/real_layers, rounded once to FP32; roles "activation" and "gradient";
 //   "outliers"     a synthetic tensor (data/synthetic_tensors.hpp) with outlier columns, role
 //                  "activation"; its FP64 side is its FP32 values.
 // <linear> is L0..L4 .wq .wk .wv .wo .w1 .w2 .w3, or classifier (whose W is the tied embedding).

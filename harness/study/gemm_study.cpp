@@ -8,27 +8,27 @@
 // out_features x in_features from `operands.weight_distribution` (default gaussian; "same":
 // X's distribution, e.g. both positive) / sqrt(in_features); dY is tokens x out_features
 // Gaussian. Layers named stories260K/... take X, W and dY from the real checkpoint instead
-// (harness/real_layers.hpp); layer "tensors" takes them from the files of the spec's
+// (harness/study/real_layers.hpp); layer "tensors" takes them from the files of the spec's
 // [tensors] table (x, w and optionally dy; .npy, or .safetensors with x_name / w_name /
-// dy_name; paths relative to the spec). In C = A * B^T form (both K-major):
+// dy_name; paths relative to the spec). harness/study/gemm_study_operands.hpp makes them; this
+// file is the kind: axes, settings, grid checks, the per-point GEMM and its columns.
+// In C = A * B^T form (both K-major):
 //   fprop  A = X   (T x K)   B = W   (N x K)
 //   dgrad  A = dY  (T x N)   B = W^T (K x N)
 //   wgrad  A = dY^T (N x T)  B = X^T (K x T)
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <random>
 
-#include "data/layer_catalog.hpp"
 #include "data/synthetic_tensors.hpp"
-#include "data/sha256.hpp"
-#include "harness/gemm_errors.hpp"
-#include "harness/memory_budget.hpp"
-#include "harness/operand_checks.hpp"
-#include "harness/real_layers.hpp"
+#include "harness/metrics/gemm_errors.hpp"
+#include "harness/requests/memory_budget.hpp"
+#include "harness/requests/operand_checks.hpp"
+#include "harness/study/gemm_study_operands.hpp"
+#include "harness/study/real_layers.hpp"
 #include "harness/study/study_kind.hpp"
 #include "kernels/backend.hpp"
 
@@ -41,17 +41,8 @@ struct GemmShape {
   std::int64_t m, n, k;
 };
 
-std::vector<float> transpose(const std::vector<float>& x, std::int64_t rows, std::int64_t cols) {
-  std::vector<float> t(x.size());
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c) t[static_cast<std::size_t>(c * rows + r)] = x[static_cast<std::size_t>(r * cols + c)];
-  return t;
-}
-
 class GemmStudy final : public StudyKind {
  public:
-  GemmStudy() : catalog_(load_layer_catalog()) {}
-
   std::string name() const override { return "gemm"; }
 
   // `distribution` and `seed` shape synthetic operands only: a study whose layers include
@@ -75,12 +66,12 @@ class GemmStudy final : public StudyKind {
 
   void validate_value(const std::string& axis, const std::string& v) const override {
     if (axis == "layer") {
-      if (v == kTensorsLayer) {
-        if (!own_) throw std::invalid_argument("layer 'tensors' needs a [tensors] table naming x and w");
-      } else if (is_real(v)) {
+      if (v == kGemmTensorsLayer) {
+        if (!operands_.has_own_tensors()) throw std::invalid_argument("layer 'tensors' needs a [tensors] table naming x and w");
+      } else if (GemmStudyOperands::is_real(v)) {
         find_real_layer(v);
       } else {
-        find_layer(v, catalog_);
+        operands_.catalog_layer(v);
       }
     }
     else if (axis == "gemm") {
@@ -99,13 +90,14 @@ class GemmStudy final : public StudyKind {
 
   void configure(const StudySpec& spec) override {
     refuse_synthetic_settings_on_real_layers(spec);
-    tokens_ = spec.get_int("operands.tokens", 256);
-    outlier_channels_ = spec.get_int("operands.outlier_channels", 0);
-    outlier_scale_ = spec.get_double("operands.outlier_scale", 100.0);
-    weight_distribution_ = spec.get_string("operands.weight_distribution", "gaussian");
-    if (weight_distribution_ != "same") {
+    GemmSyntheticSettings synthetic;
+    synthetic.tokens = spec.get_int("operands.tokens", 256);
+    synthetic.outlier_channels = spec.get_int("operands.outlier_channels", 0);
+    synthetic.outlier_scale = spec.get_double("operands.outlier_scale", 100.0);
+    synthetic.weight_distribution = spec.get_string("operands.weight_distribution", "gaussian");
+    if (synthetic.weight_distribution != "same") {
       try {
-        validate({1, 1, weight_distribution_, 0, 1.0, 0});
+        validate({1, 1, synthetic.weight_distribution, 0, 1.0, 0});
       } catch (const std::invalid_argument& e) {
         throw spec.error("operands.weight_distribution", std::string(e.what()) + " (or \"same\")");
       }
@@ -113,22 +105,23 @@ class GemmStudy final : public StudyKind {
     sample_rows_ = spec.get_int("sampling.rows", 0);
     sample_cols_ = spec.get_int("sampling.cols", 0);
     sample_seed_ = spec.get_int("sampling.seed", 0);
-    if (tokens_ <= 0) throw spec.error("operands.tokens", "must be positive");
-    if (outlier_channels_ < 0) throw spec.error("operands.outlier_channels", "must be >= 0");
-    if (!(outlier_scale_ > 0) || !(outlier_scale_ <= std::numeric_limits<float>::max()))
+    if (synthetic.tokens <= 0) throw spec.error("operands.tokens", "must be positive");
+    if (synthetic.outlier_channels < 0) throw spec.error("operands.outlier_channels", "must be >= 0");
+    if (!(synthetic.outlier_scale > 0) || !(synthetic.outlier_scale <= std::numeric_limits<float>::max()))
       throw spec.error("operands.outlier_scale", "must be a positive number within the FP32 range (at most 3.4e38)",
                        &spec.table.at_path("operands.outlier_scale").node()->source());
     if (sample_rows_ < 0 || sample_cols_ < 0) throw spec.error("sampling", "rows and cols must be >= 0");
-    if (spec.table["tensors"]) load_own_tensors(spec);
+    operands_.set_synthetic(synthetic);
+    if (spec.table["tensors"]) operands_.load_own_tensors(spec);
   }
 
   void check_grid(const StudySpec& spec, const std::vector<Point>& points) const override {
     for (const Point& p : points) {
       const GemmShape s = shape(p);
-      if (p.at("layer") == kTensorsLayer && p.at("gemm") != "fprop" && own_->dy.empty())
+      if (p.at("layer") == kGemmTensorsLayer && p.at("gemm") != "fprop" && !operands_.own_tensors_have_dy())
         throw spec.error("tensors.dy", "missing: " + p.at("gemm") + " needs the output gradient dy (tokens x out)");
-      const bool synthetic = p.at("layer") != kTensorsLayer && !is_real(p.at("layer"));
-      if (synthetic && outlier_channels_ > find_layer(p.at("layer"), catalog_).in_features)
+      const bool synthetic = GemmStudyOperands::is_synthetic(p.at("layer"));
+      if (synthetic && operands_.synthetic().outlier_channels > operands_.catalog_layer(p.at("layer")).in_features)
         throw spec.error("operands.outlier_channels", "exceeds in_features of layer " + p.at("layer"));
       for (const char* axis : {"a_granularity", "b_granularity"}) {
         const Granularity g = Granularity::parse(p.at(axis));
@@ -195,7 +188,7 @@ class GemmStudy final : public StudyKind {
 
   Row evaluate(const Point& p, const RunContext& context) override {
     const GemmShape s = shape(p);
-    Operands& ops = operands(p);
+    GemmOperands& ops = operands_.operands(p);
     const std::string& gemm = p.at("gemm");
     const std::vector<float>& a = gemm == "fprop" ? ops.x : gemm == "dgrad" ? ops.dy : ops.transposed(ops.dy, ops.dy_t, ops.dims.tokens, ops.dims.out);
     const std::vector<float>& b = gemm == "fprop" ? ops.w
@@ -245,7 +238,7 @@ class GemmStudy final : public StudyKind {
 
   MemoryEstimate memory_estimate(const Point& p) const override {
     const GemmShape s = shape(p);
-    const LayerDims d = dims(p.at("layer"));
+    const GemmLayerDims d = operands_.dims(p.at("layer"));
     const auto u = [](std::int64_t x) { return static_cast<std::uint64_t>(x); };
     // X, W, dY in FP32 and their transposes, then the GEMM of this point.
     const std::uint64_t operands = saturating_mul(
@@ -253,12 +246,12 @@ class GemmStudy final : public StudyKind {
                           saturating_mul(u(d.tokens), u(d.out))));
     const std::int64_t rows = sample_rows_ > 0 ? std::min(sample_rows_, s.m) : s.m;
     const std::int64_t cols = sample_cols_ > 0 ? std::min(sample_cols_, s.n) : s.n;
-    const bool synthetic = p.at("layer") != kTensorsLayer && !is_real(p.at("layer"));
+    const bool synthetic = GemmStudyOperands::is_synthetic(p.at("layer"));
     return {saturating_add(operands, gemm_peak_bytes(s.m, s.n, s.k, rows, cols)),
             synthetic && d.tokens >= std::max(d.out, d.in) ? "operands.tokens" : "axes.layer"};
   }
 
-  std::string operand_provenance(const Point& p) const override { return source_of(p); }
+  std::string operand_provenance(const Point& p) const override { return operands_.source_of(p); }
 
   // The GEMM's multiply-adds (on the outputs computed) plus quantizing both operands.
   double point_cost(const Point& p) const override {
@@ -274,107 +267,21 @@ class GemmStudy final : public StudyKind {
       return any_synthetic_layer_ ? "per point in the `operands` variable: real or own tensors, and generated ones for "
                                     "catalog and shape:NxK layers"
                                   : "real or own tensors, per point in the `operands` variable";
-    return "synthetic: X tokens(" + std::to_string(tokens_) + ") x in_features from the point's distribution with " +
-           std::to_string(outlier_channels_) + " outlier channels x" + std::to_string(outlier_scale_) +
-           "; W out x in " + (weight_distribution_ == "same" ? std::string("from X's distribution") : weight_distribution_) +
+    const GemmSyntheticSettings& s = operands_.synthetic();
+    return "synthetic: X tokens(" + std::to_string(s.tokens) + ") x in_features from the point's distribution with " +
+           std::to_string(s.outlier_channels) + " outlier channels x" + std::to_string(s.outlier_scale) +
+           "; W out x in " + (s.weight_distribution == "same" ? std::string("from X's distribution") : s.weight_distribution) +
            " / sqrt(in); dY tokens x out Gaussian (data/synthetic_tensors.hpp)";
   }
 
  private:
-  struct LayerDims {
-    std::int64_t out, in, tokens;
-  };
-  // X, W, dY of one layer, shared by every point on it; transposes made once, when first needed.
-  struct Operands {
-    std::string key;
-    std::vector<float> x, w, dy;
-    LayerDims dims{};
-    std::vector<float> x_t, w_t, dy_t;
-    const std::vector<float>& transposed(const std::vector<float>& m, std::vector<float>& cache, std::int64_t rows,
-                                         std::int64_t cols) {
-      if (cache.empty()) cache = transpose(m, rows, cols);
-      return cache;
-    }
-  };
-
-  static constexpr const char* kTensorsLayer = "tensors";
-  struct OwnTensors {
-    std::vector<float> x, w, dy;
-    LayerDims dims{};
-    std::string description;
-  };
-
-  static bool is_real(const std::string& layer) { return layer.starts_with(kRealLayerPrefix); }
-
-  // [tensors]: every file read, checked finite and shape-consistent before the sweep starts.
-  void load_own_tensors(const StudySpec& spec) {
-    const std::filesystem::path base = spec.file.parent_path();
-    const auto load = [&](const char* field) -> std::pair<MatrixOperand, std::string> {
-      const std::string path = spec.get_string(std::string("tensors.") + field, "");
-      if (path.empty()) return {};
-      const std::filesystem::path file = std::filesystem::path(path).is_absolute() ? std::filesystem::path(path) : base / path;
-      MatrixOperand m = load_matrix_operand(file, spec.get_string(std::string("tensors.") + field + "_name", ""));
-      return {std::move(m), std::string(field) + "=" + file.string() + " (sha256 " + sha256_file(file) + ")"};
-    };
-    auto [x, x_text] = load("x");
-    auto [w, w_text] = load("w");
-    auto [dy, dy_text] = load("dy");
-    if (x.values.empty()) throw spec.error("tensors.x", "missing: the activation X (tokens x in)");
-    if (w.values.empty()) throw spec.error("tensors.w", "missing: the weight W (out x in)");
-    if (w.cols != x.cols)
-      throw spec.error("tensors.w", "W is " + std::to_string(w.rows) + "x" + std::to_string(w.cols) + " but X is " +
-                                        std::to_string(x.rows) + "x" + std::to_string(x.cols) + ": in features differ");
-    if (!dy.values.empty() && (dy.rows != x.rows || dy.cols != w.rows))
-      throw spec.error("tensors.dy", "dY is " + std::to_string(dy.rows) + "x" + std::to_string(dy.cols) + ", expected " +
-                                         std::to_string(x.rows) + "x" + std::to_string(w.rows) + " (tokens x out)");
-    own_ = OwnTensors{std::move(x.values), std::move(w.values), std::move(dy.values), {w.rows, w.cols, x.rows},
-                      "bring-your-own: " + x_text + ", " + w_text + (dy_text.empty() ? "" : ", " + dy_text)};
-  }
-
-  LayerDims dims(const std::string& layer) const {
-    if (layer == kTensorsLayer) return own_->dims;
-    if (is_real(layer)) {
-      const ref::LinearCapture& c = find_real_layer(layer);
-      return {c.weight.rows(), c.weight.cols(), c.input.rows()};
-    }
-    const LayerShape l = find_layer(layer, catalog_);
-    return {l.out_features, l.in_features, tokens_};
-  }
-
   GemmShape shape(const Point& p) const {
-    const LayerDims d = dims(p.at("layer"));
+    const GemmLayerDims d = operands_.dims(p.at("layer"));
     const std::string& g = p.at("gemm");
     if (g == "fprop") return {d.tokens, d.out, d.in};
     if (g == "dgrad") return {d.tokens, d.in, d.out};
     return {d.out, d.in, d.tokens};
   }
-
-  // Where the point's X, W and dY come from, true for the point.
-  std::string source_of(const Point& p) const {
-    const std::string& layer = p.at("layer");
-    if (layer == kTensorsLayer) return own_->description;
-    if (is_real(layer)) {
-      const RealLayers& r = stories260k_layers();
-      return "stories260K real tensors " + layer.substr(std::string(kRealLayerPrefix).size()) +
-             ": W from checkpoint=" + r.checkpoint + " (sha256 " + r.checkpoint_sha256 +
-             "), X and dY from its FP64 forward/backward on " + std::to_string(r.tokens.size()) + " tokens";
-    }
-    const std::string distribution = axis_or(p, "distribution", "gaussian");
-    char scale[32];
-    std::snprintf(scale, sizeof scale, "%g", outlier_scale_);
-    return "synthetic " + distribution + ": X tokens=" + std::to_string(tokens_) + " x in, outlier_channels=" +
-           std::to_string(outlier_channels_) + ", outlier_scale=" + scale + "; W " +
-           (weight_distribution_ == "same" ? distribution : weight_distribution_) + " / sqrt(in); dY gaussian; seed=" +
-           axis_or(p, "seed", "1");
-  }
-
-  static std::string axis_or(const Point& p, const std::string& axis, const std::string& fallback) {
-    for (const auto& [name, value] : p.values)
-      if (name == axis) return value;
-    return fallback;
-  }
-
-  static bool is_synthetic(const std::string& layer) { return layer != kTensorsLayer && !is_real(layer); }
 
   // A study with a real or own-tensor layer: the synthetic axes do not apply to it (refused
   // rather than recorded: the grid would hold copies of one computation labelled with values
@@ -387,7 +294,7 @@ class GemmStudy final : public StudyKind {
       if (axis.name == "layer") {
         listed = true;
         for (const std::string& v : axis.values) {
-          if (is_synthetic(v)) any_synthetic = true;
+          if (GemmStudyOperands::is_synthetic(v)) any_synthetic = true;
           else if (non_synthetic.empty()) non_synthetic = v;
         }
       }
@@ -395,8 +302,8 @@ class GemmStudy final : public StudyKind {
     only_synthetic_layers_ = non_synthetic.empty();
     any_synthetic_layer_ = any_synthetic;
     if (only_synthetic_layers_) return;
-    const std::string why = non_synthetic == kTensorsLayer ? "its operands are the files of [tensors]"
-                                                           : "its operands are the checkpoint's real tensors";
+    const std::string why = non_synthetic == kGemmTensorsLayer ? "its operands are the files of [tensors]"
+                                                               : "its operands are the checkpoint's real tensors";
     for (const Axis& axis : spec.axes)
       if (axis.name == "distribution" || axis.name == "seed")
         throw spec.error("axes." + axis.name, "does not apply to layer " + non_synthetic + " (" + why +
@@ -431,48 +338,9 @@ class GemmStudy final : public StudyKind {
             {"rows_computed", std::int64_t{0}}, {"cols_computed", std::int64_t{0}}};
   }
 
-  static std::vector<float> to_floats(const Eigen::MatrixXd& m) {  // row-major FP32
-    std::vector<float> v(static_cast<std::size_t>(m.size()));
-    for (Eigen::Index r = 0; r < m.rows(); ++r)
-      for (Eigen::Index c = 0; c < m.cols(); ++c) v[static_cast<std::size_t>(r * m.cols() + c)] = static_cast<float>(m(r, c));
-    return v;
-  }
-
-  Operands& operands(const Point& p) {
-    const std::string key = p.at("layer") + "|" + axis_or(p, "distribution", "gaussian") + "|" + axis_or(p, "seed", "1");
-    if (cached_.key == key) return cached_;
-    const LayerDims d = dims(p.at("layer"));
-    if (p.at("layer") == kTensorsLayer) {
-      cached_ = {key, own_->x, own_->w, own_->dy, d, {}, {}, {}};
-      return cached_;
-    }
-    if (is_real(p.at("layer"))) {  // the captured values, rounded once to FP32
-      const ref::LinearCapture& c = find_real_layer(p.at("layer"));
-      cached_ = {key, to_floats(c.input), to_floats(c.weight), to_floats(c.output_grad), d, {}, {}, {}};
-      return cached_;
-    }
-    const LayerShape l = find_layer(p.at("layer"), catalog_);
-    const auto seed = std::stoull(axis_or(p, "seed", "1"));
-    const std::string distribution = axis_or(p, "distribution", "gaussian");
-    const std::string w_distribution = weight_distribution_ == "same" ? distribution : weight_distribution_;
-    std::vector<float> w = synthesize({l.out_features, l.in_features, w_distribution, 0, 1.0, seed * 3 + 1});
-    const float w_scale = 1.0f / std::sqrt(static_cast<float>(l.in_features));
-    for (float& v : w) v *= w_scale;
-    cached_ = {key,
-               synthesize({tokens_, l.in_features, distribution, outlier_channels_, outlier_scale_, seed * 3 + 0}),
-               std::move(w),
-               synthesize({tokens_, l.out_features, "gaussian", 0, 1.0, seed * 3 + 2}),
-               d, {}, {}, {}};
-    return cached_;
-  }
-
-  std::vector<LayerShape> catalog_;
-  std::int64_t tokens_ = 256, outlier_channels_ = 0, sample_rows_ = 0, sample_cols_ = 0, sample_seed_ = 0;
-  double outlier_scale_ = 100.0;
-  std::string weight_distribution_ = "gaussian";
+  GemmStudyOperands operands_;
+  std::int64_t sample_rows_ = 0, sample_cols_ = 0, sample_seed_ = 0;
   bool only_synthetic_layers_ = true, any_synthetic_layer_ = true;  // decided by configure from the layer axis
-  std::optional<OwnTensors> own_;
-  Operands cached_;
 };
 
 }  // namespace

@@ -1,10 +1,10 @@
 // Study kind "loss_scaling": what a loss scale 2^s does to gradients stored in a narrow format.
 // For every point: the gradient tensor (real stories260K or synthetic log-normal), multiplied
 // by 2^s in FP32, stored in the gradient format, read back, unscaled; metrics from
-// harness/gradient_format_loss.hpp (flushed / overflowed / subnormal fractions of the nonzero
+// harness/study/gradient_format_loss.hpp (flushed / overflowed / subnormal fractions of the nonzero
 // values, relative Frobenius error against the FP64 gradient).
 //
-// Tensors (axis `tensor`): the real gradients of harness/real_gradients.hpp ("L0.wq.dW",
+// Tensors (axis `tensor`): the real gradients of harness/study/real_gradients.hpp ("L0.wq.dW",
 // "L3.w2.dY", "embedding.dW", "classifier.dY", ...) and "lognormal": rows x cols values
 //   g = sign * 2^(median_log2 + sigma * z),  z ~ N(0, 1), sign = +-1 with probability 1/2,
 // z and the sign from data/synthetic_tensors.hpp's seeded Gaussian (seeds 2*seed and
@@ -26,10 +26,10 @@
 #include <limits>
 
 #include "data/synthetic_tensors.hpp"
-#include "harness/gradient_format_loss.hpp"
 #include "harness/metrics/error_metrics.hpp"
-#include "harness/real_gradients.hpp"
+#include "harness/study/gradient_format_loss.hpp"
 #include "harness/study/integer_axis_value.hpp"
+#include "harness/study/real_gradients.hpp"
 #include "harness/study/study_kind.hpp"
 
 namespace fp8lab {
@@ -166,7 +166,7 @@ class LossScalingStudy final : public StudyKind {
   }
 
   std::string operand_description() const override {
-    return "real stories260K gradients (harness/real_gradients.hpp) and/or synthetic lognormal gradients "
+    return "real stories260K gradients (harness/study/real_gradients.hpp) and/or synthetic lognormal gradients "
            "g = sign * 2^(median_log2 + sigma z), z ~ N(0,1), per point in the `operands` variable";
   }
 

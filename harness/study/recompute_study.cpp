@@ -44,11 +44,11 @@
 #include <set>
 #include <sstream>
 
-#include "harness/llama2c_weights.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "harness/study/study_kind.hpp"
 #include "harness/recipes/recipe_catalog.hpp"
 #include "harness/recipes/recipe_toml.hpp"
-#include "harness/train_step_errors.hpp"
+#include "harness/metrics/train_step_errors.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"
 

@@ -14,12 +14,12 @@
 #include <stdexcept>
 
 #include "data/sha256.hpp"
-#include "harness/backend_select.hpp"
-#include "harness/build_info.hpp"
+#include "harness/requests/backend_select.hpp"
+#include "harness/runtime/build_info.hpp"
 #include "kernels/quantization.hpp"
-#include "harness/interrupt.hpp"
-#include "harness/memory_budget.hpp"
-#include "harness/progress.hpp"
+#include "harness/runtime/interrupt.hpp"
+#include "harness/requests/memory_budget.hpp"
+#include "harness/runtime/progress.hpp"
 #include "harness/results/results_file.hpp"
 #include "harness/study/grid.hpp"
 #include "harness/study/input_hashes.hpp"

@@ -1,5 +1,5 @@
 // Study kind "scale_trajectory": how the loss scale moves over a short fp16 training run of
-// stories260K (harness/scale_trajectory.hpp), for the PyTorch GradScaler rules, Megatron's
+// stories260K (harness/study/scale_trajectory.hpp), for the PyTorch GradScaler rules, Megatron's
 // hysteresis rules and FP8 per-tensor delayed scaling of the gradients. Writes `scale`,
 // `found_inf`, `skipped` and `loss` along a trailing `step` dimension.
 //
@@ -13,10 +13,10 @@
 #include <cmath>
 #include <limits>
 
-#include "harness/llama2c_weights.hpp"
-#include "harness/scale_trajectory.hpp"
 #include "harness/study/integer_axis_value.hpp"
+#include "harness/study/scale_trajectory.hpp"
 #include "harness/study/study_kind.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "kernels/train/model_config.hpp"
 
 namespace fp8lab {

@@ -34,8 +34,8 @@
 
 #include "data/tensor_io/tensor.hpp"
 #include "data/sha256.hpp"
-#include "harness/interrupt.hpp"
-#include "harness/llama2c_weights.hpp"
+#include "harness/runtime/interrupt.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "harness/study/integer_axis_value.hpp"
 #include "harness/study/study_kind.hpp"
 #include "harness/study/train_technique_fields.hpp"

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "harness/llama2c_weights.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "kernels/train/model_config.hpp"
 #include "kernels/train/model_weights.hpp"
 

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "data/sha256.hpp"
-#include "harness/build_info.hpp"
+#include "harness/runtime/build_info.hpp"
 
 namespace fp8lab::train {
 namespace {

@@ -52,7 +52,7 @@ struct DelayedOperandState {
   float scale = 1;
 };
 
-// The compiler, its flags and the -march of this fp8lab (harness/build_info.hpp); see build_mismatch.
+// The compiler, its flags and the -march of this fp8lab (harness/runtime/build_info.hpp); see build_mismatch.
 std::string this_build();
 
 struct RunCheckpoint {
@@ -75,7 +75,7 @@ class CheckpointError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The compiler, its flags and the -march of this fp8lab (harness/build_info.hpp): a resume by
+// The compiler, its flags and the -march of this fp8lab (harness/runtime/build_info.hpp): a resume by
 // another build gives the bit-identical curve only where both builds compute the same bits,
 // which tests/portable/cross_target_test.sh checks for x86-64-v2, x86-64-v3 and the scalar
 // kernels of one compiler, so a different build is reported (build_mismatch), not refused.

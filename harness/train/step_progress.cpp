@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "harness/progress.hpp"
+#include "harness/runtime/progress.hpp"
 #include "harness/train/training_record.hpp"
 
 namespace fp8lab::train {

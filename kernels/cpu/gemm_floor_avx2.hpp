@@ -55,8 +55,9 @@ FP8LAB_TARGET_AVX2 inline void truncation_counts(const std::uint8_t* la, const s
   store_i8x32(n[0], n0), store_i8x32(n[1], n1), store_i8x32(n[2], n2), store_i8x32(n[3], n3);
 }
 
-// int8 maxima of e_a + e_b over the instruction and the floor -64 (gemm_fp8_nt.cpp), 32 columns
-// per row (saturating: a zero:none zero's -126 stays below every real sum, gemm_fp8_nt.cpp).
+// int8 maxima of e_a + e_b over the instruction and the floor -64 (gemm_fp8_nt_avx2.cpp), 32
+// columns per row (saturating: a zero:none zero's -126 stays below every real sum,
+// gemm_fp8_nt_avx2.cpp).
 FP8LAB_TARGET_AVX2 inline void exponent_maxima(const std::int8_t* ea, const std::int8_t* eb, std::int64_t depth,
                                                std::int8_t (*e)[kGroupCols]) {
   __m256i e0 = _mm256_set1_epi8(-64), e1 = e0, e2 = e0, e3 = e0;

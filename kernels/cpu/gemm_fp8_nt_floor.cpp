@@ -29,7 +29,7 @@
 // fields. The result is bit-identical to the other micro-tiles (and to the independent integer
 // reference), which tests/reference/gemm_fp8_nt_ref_test.cpp checks.
 //
-// Ranges (int8 holds E, E - F and the counts): E >= -64 (the floor of gemm_fp8_nt.cpp, which
+// Ranges (int8 holds E, E - F and the counts): E >= -64 (the floor of gemm_fp8_nt_avx2.cpp, which
 // touches only lanes of zero terms) and E <= 32 + log2(K) (|p| is at most the sum of |a b|, each
 // below 2^32, and truncation never raises a magnitude), so -85 <= E - F <= 95 for any K < 2^63,
 // and N <= D <= 127. The binade exponents 23 + E - F lie in [-62, 118]: normal FP32.

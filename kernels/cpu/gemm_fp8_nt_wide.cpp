@@ -1,10 +1,10 @@
 // The fused accumulation model (truncation) on 16 lanes: the micro-tile AVX-512 CPUs run.
 //
-// Same arithmetic as tile_fused_avx2 in gemm_fp8_nt.cpp (see its file comment): per
-// instruction E = max(exponent(p), e_a + e_b), every term a_k b_k 2^(F-E) truncated to an
-// integer and summed exactly, the sum normalized to F fraction bits. Only the layout differs:
-// a 4-row x 8-column micro-tile is held as two vectors of 16 lanes, rows (0, 1) and (2, 3),
-// so one instruction does the work of two 8-lane ones.
+// Same arithmetic as tile_fused_avx2 in gemm_fp8_nt_avx2.cpp (gemm_fp8_nt.cpp's file comment
+// gives it): per instruction E = max(exponent(p), e_a + e_b), every term a_k b_k 2^(F-E)
+// truncated to an integer and summed exactly, the sum normalized to F fraction bits. Only the
+// layout differs: a 4-row x 8-column micro-tile is held as two vectors of 16 lanes, rows (0, 1)
+// and (2, 3), so one instruction does the work of two 8-lane ones.
 //
 // Written with GCC vector extensions instead of intrinsics: the same source compiles to zmm
 // code under the AVX-512 target and to pairs of ymm under AVX2. The AVX2 build is what the

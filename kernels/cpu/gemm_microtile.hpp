@@ -1,6 +1,7 @@
 #pragma once
 // Internal to the CPU GEMM: the state a micro-tile works on, shared by the micro-tile
-// implementations (gemm_fp8_nt.cpp: scalar and AVX2; gemm_fp8_nt_wide.cpp: 16 lanes, AVX-512).
+// implementations (gemm_fp8_nt.cpp: scalar; gemm_fp8_nt_avx2.cpp: AVX2; gemm_fp8_nt_wide.cpp:
+// 16 lanes, AVX-512).
 // A micro-tile is 4 rows of A x one 8-column panel of B over a range of instructions; it
 // reads acc and the partial p of its 32 outputs from the state arrays and writes them back.
 // The micro-tiles on the floor layout (FloorProblem below: gemm_fp8_nt_floor.cpp, AVX2, and
@@ -114,7 +115,16 @@ void tile_fp32_wide_avx2(const FloorProblem& pr, std::int64_t row0, std::int64_t
 void gemm_floor(const PackedA& a, const PackedB& b, const GemmPlan& plan, const GemmConfig& config, std::int64_t depth,
                 int threads, FloorTile tile, float* out);
 
-// Instructions [i_begin, i_end) of the fused model for rows row0..row0+3 and one panel.
+// Instructions [i_begin, i_end) of the fused model for rows row0..row0+3 and one panel, by the
+// AVX2 micro-tile (a conversion per term; the models vector_path_holds in gemm_fp8_nt.cpp admits).
+void tile_fused_avx2(const GemmProblem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,
+                     std::int64_t i_end);
+// The same of the fp32 model for one panel, or for panels panel0 and panel0 + 1 (8 FMA chains).
+void tile_fp32_avx2_one_panel(const GemmProblem& pr, std::int64_t row0, std::int64_t panel0, std::int64_t i_begin,
+                              std::int64_t i_end);
+void tile_fp32_avx2_two_panels(const GemmProblem& pr, std::int64_t row0, std::int64_t panel0, std::int64_t i_begin,
+                               std::int64_t i_end);
+// The same of the fused model by the 16-lane micro-tile (wide_tile_holds).
 void tile_fused_wide_avx512(const GemmProblem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,
                             std::int64_t i_end);
 void tile_fused_wide_avx2(const GemmProblem& pr, std::int64_t row0, std::int64_t panel, std::int64_t i_begin,

@@ -1,7 +1,7 @@
 #pragma once
 // The weights of a Llama model as the engine takes them: llama2.c's layout, FP32, every matrix
 // row-major [out, in] (y = W x), each kind of block tensor concatenated over the blocks. Filled
-// from a llama2.c checkpoint by the harness (harness/llama2c_weights.hpp) or by the seeded
+// from a llama2.c checkpoint by the harness (harness/train/llama2c_weights.hpp) or by the seeded
 // initialisation (kernels/train/model_weights.hpp).
 #include <filesystem>
 #include <string>

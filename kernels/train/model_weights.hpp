@@ -1,6 +1,6 @@
 #pragma once
 // Weights (and, with the same layout, weight gradients) of the model, in ledger buffers.
-// Sources: a llama2.c checkpoint (harness/llama2c_weights.hpp, FP32 values) or a seeded
+// Sources: a llama2.c checkpoint (harness/train/llama2c_weights.hpp, FP32 values) or a seeded
 // initialisation. Both give an FP32 LlamaWeights first, so the FP64 reference and every
 // recipe start from the very same numbers.
 #include <cstdint>

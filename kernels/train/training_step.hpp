@@ -6,7 +6,7 @@
 //
 // This is the engine's API: studies (recompute, loss scaling, training) drive it and turn
 // StepReport into their metrics. Gradient errors against the FP64 reference are computed by
-// the caller with the metrics module (harness/train_step_errors.hpp), not here.
+// the caller with the metrics module (harness/metrics/train_step_errors.hpp), not here.
 #include <array>
 #include <cstddef>
 #include <string>

@@ -7,7 +7,7 @@
 
 #include "data/tensor_io/npy.hpp"
 #include "data/tensor_io/safetensors.hpp"
-#include "harness/operand_checks.hpp"
+#include "harness/requests/operand_checks.hpp"
 #include "harness/results/h5_handles.hpp"
 #include "harness/study/grid.hpp"
 #include "harness/study/study_kind.hpp"

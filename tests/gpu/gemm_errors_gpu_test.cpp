@@ -9,9 +9,9 @@
 #include <cmath>
 #include <random>
 
-#include "harness/backend_select.hpp"
-#include "harness/gemm_errors.hpp"
 #include "harness/metrics/error_metrics.hpp"
+#include "harness/metrics/gemm_errors.hpp"
+#include "harness/requests/backend_select.hpp"
 
 using namespace fp8lab;
 

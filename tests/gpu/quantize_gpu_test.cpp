@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/backend_select.hpp"
+#include "harness/requests/backend_select.hpp"
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/cpu/requantize_transposed.hpp"
 #include "kernels/cuda/device_array.hpp"

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/llama2c_weights.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "data/tensor_io/npy.hpp"
-#include "harness/real_layers.hpp"
+#include "harness/study/real_layers.hpp"
 #include "kernels/memory_ledger.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"

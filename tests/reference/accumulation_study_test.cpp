@@ -19,7 +19,7 @@
 #include <catch2/catch.hpp>
 #include <random>
 
-#include "harness/gemm_errors.hpp"
+#include "harness/metrics/gemm_errors.hpp"
 #include "kernels/cpu/gemm_fp8_nt.hpp"
 #include "kernels/cpu/quantize.hpp"
 

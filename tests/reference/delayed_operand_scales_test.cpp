@@ -67,8 +67,7 @@ TEST_CASE("delayed operand scales: a restored scaler continues the trajectory of
 }
 
 TEST_CASE("delayed operand scales: an fp8_delayed run resumed from a checkpoint draws the uninterrupted curve") {
-  TokenStream stream;
-  stream.tokens.assign(test::stories260k_tokens().begin(), test::stories260k_tokens().end());
+  const TokenStream stream = test::stories260k_token_stream();
   TrainingRunConfig c;
   c.recipe = named_recipe("fp8_delayed");
   c.batch = 2;

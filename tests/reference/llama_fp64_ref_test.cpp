@@ -8,9 +8,9 @@
 #include <fstream>
 #include <functional>
 
-#include "harness/llama2c_weights.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "data/tensor_io/tensor.hpp"
-#include "harness/real_layers.hpp"
+#include "harness/study/real_layers.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace fp8lab;

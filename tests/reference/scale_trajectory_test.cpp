@@ -1,12 +1,12 @@
-// The scale_trajectory driver (harness/scale_trajectory) against the FP64 scaler references
+// The scale_trajectory driver (harness/study/scale_trajectory) against the FP64 scaler references
 // (reference/loss_scaler_ref) run on the same found-inf sequence; the engine's loss_scale input;
 // plain SGD.
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "harness/llama2c_weights.hpp"
-#include "harness/scale_trajectory.hpp"
-#include "harness/train_step_errors.hpp"
+#include "harness/metrics/train_step_errors.hpp"
+#include "harness/study/scale_trajectory.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "kernels/memory_ledger.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/sgd.hpp"

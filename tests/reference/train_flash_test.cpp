@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "harness/train_step_errors.hpp"
+#include "harness/metrics/train_step_errors.hpp"
 #include "kernels/train/flop_count.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"

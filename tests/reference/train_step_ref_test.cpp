@@ -8,7 +8,7 @@
 #include <map>
 #include <random>
 
-#include "harness/train_step_errors.hpp"
+#include "harness/metrics/train_step_errors.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"
 #include "tests/support/stories260k_fixture.hpp"

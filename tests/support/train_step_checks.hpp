@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/train_step_errors.hpp"
+#include "harness/metrics/train_step_errors.hpp"
 #include "kernels/train/training_step.hpp"
 
 namespace fp8lab::test {

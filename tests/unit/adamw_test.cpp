@@ -8,36 +8,17 @@
 #include "harness/train/adamw.hpp"
 #include "kernels/formats/float_formats.hpp"
 #include "reference/adamw_ref.hpp"
+#include "tests/support/adamw_moment_cases.hpp"
 
 using namespace fp8lab;
 using namespace fp8lab::train;
+using test::Case;
+using test::make_case;
 
 namespace {
 
 constexpr double u = 0x1p-24;  // unit roundoff of FP32
 double gamma(int k) { return k * u / (1 - k * u); }
-
-struct Case {
-  std::vector<float> p, m, v, g;
-};
-
-// Parameters ~ N(0, 0.02^2); gradients ~ N(0, 1e-3^2) with every 97th a 100x outlier and every
-// 89th tiny (1e-9, where eps matters); moments as a run would have them: m ~ g-like, v ~ g^2-like.
-Case make_case(std::uint64_t seed, std::size_t n) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal;  // values only need to be FP32 and varied, not portable
-  Case c;
-  for (std::size_t i = 0; i < n; ++i) {
-    double g = 1e-3 * normal(rng);
-    if (i % 97 == 0) g *= 100;
-    if (i % 89 == 0) g = 1e-9 * normal(rng);
-    c.p.push_back(static_cast<float>(0.02 * normal(rng)));
-    c.g.push_back(static_cast<float>(g));
-    c.m.push_back(static_cast<float>(0.5 * g + 1e-4 * normal(rng)));
-    c.v.push_back(static_cast<float>(g * g * (1 + std::fabs(normal(rng)))));
-  }
-  return c;
-}
 
 }  // namespace
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "harness/backend_select.hpp"
+#include "harness/requests/backend_select.hpp"
 #include "kernels/cpu/gemm_fp8_nt.hpp"
 #include "kernels/cpu/quantize.hpp"
 

@@ -3,7 +3,7 @@
 
 #include "kernels/cpu/quantize.hpp"
 #include "kernels/gemm_config.hpp"
-#include "harness/gemm_errors.hpp"
+#include "harness/metrics/gemm_errors.hpp"
 
 using namespace fp8lab;
 

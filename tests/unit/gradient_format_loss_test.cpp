@@ -1,4 +1,4 @@
-// harness/gradient_format_loss against counts and errors computed independently: thresholds of
+// harness/study/gradient_format_loss against counts and errors computed independently: thresholds of
 // each format derived by hand from its definition and applied in an FP64 loop, FP16 rounding
 // by the compiler's own _Float16 conversion, and tensors whose amax is chosen so that the
 // current-scaling factor is an exact power of two.
@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "harness/gradient_format_loss.hpp"
+#include "harness/study/gradient_format_loss.hpp"
 
 using namespace fp8lab;
 

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "harness/progress.hpp"
+#include "harness/runtime/progress.hpp"
 
 using namespace fp8lab;
 

@@ -4,10 +4,10 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "harness/llama2c_weights.hpp"
+#include "harness/metrics/train_step_errors.hpp"
 #include "harness/study/grid.hpp"
 #include "harness/study/study_kind.hpp"
-#include "harness/train_step_errors.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 
 using namespace fp8lab;

@@ -29,12 +29,6 @@ std::filesystem::path scratch(const std::string& name) {
   return dir / name;
 }
 
-TokenStream fixture_stream() {
-  TokenStream s;
-  s.tokens.assign(test::stories260k_tokens().begin(), test::stories260k_tokens().end());
-  return s;
-}
-
 TrainingRunConfig config(const std::string& recipe, MomentFormat moments) {
   TrainingRunConfig c;
   c.recipe = named_recipe(recipe);
@@ -75,7 +69,7 @@ void require_same_weights(const LlamaWeights& a, const LlamaWeights& b) {
 }  // namespace
 
 TEST_CASE("checkpoint: a run stopped after k steps and resumed draws the uninterrupted curve, bit for bit") {
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   const LlamaWeights& initial = test::stories260k_weights();
   for (const auto& [recipe, moments] : {std::pair{"fp32", MomentFormat::fp32}, {"fp16", MomentFormat::bf16}}) {
     for (const std::int64_t stop_after : {1, 3}) {
@@ -112,7 +106,7 @@ TEST_CASE("checkpoint: a run stopped after k steps and resumed draws the uninter
 }
 
 TEST_CASE("checkpoint: periodic checkpoints hold the state of their step") {
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   TrainingRunConfig c = config("fp32", MomentFormat::fp32);
   const auto file = scratch("periodic.ckpt");
   std::filesystem::remove(file);
@@ -135,7 +129,7 @@ TEST_CASE("checkpoint: periodic checkpoints hold the state of their step") {
 }
 
 TEST_CASE("checkpoint: a damaged, truncated or foreign file is refused naming the file and the field") {
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   TrainingRunConfig c = config("fp32", MomentFormat::fp32);
   const auto file = scratch("bad.ckpt");
   Checkpointing one;
@@ -214,7 +208,7 @@ TEST_CASE("checkpoint: a run with every seed technique resumes to the uninterrup
   // patience 2: a stop after one step leaves streaks half-way), two workers sending their top 10%
   // with error feedback (the residuals carry over), sparse updates with tracked moments, and FP8
   // moments in 1x128 groups (stored decoded, re-encoded on resume).
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   const LlamaWeights& initial = test::stories260k_weights();
   TrainingRunConfig c = config("deepseek_v3", MomentFormat::e4m3_1x128);
   PrecisionControllerConfig adaptive;

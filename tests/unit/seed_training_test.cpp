@@ -18,13 +18,6 @@ using namespace fp8lab::train;
 
 namespace {
 
-TokenStream fixture_stream() {
-  TokenStream s;
-  s.source = "stories260K greedy tokens";
-  s.tokens.assign(test::stories260k_tokens().begin(), test::stories260k_tokens().end());
-  return s;
-}
-
 TrainingRunConfig config(std::int64_t batch, std::int64_t steps) {
   TrainingRunConfig c;
   c.batch = batch;
@@ -39,7 +32,7 @@ TrainingRunConfig config(std::int64_t batch, std::int64_t steps) {
 // The gradient of one step of `starts` on the checkpoint, as W workers with these compressors.
 StepGradient gradient_of(const std::vector<std::int64_t>& starts, std::int64_t workers,
                          std::vector<WorkerCompressor> compressors = {}) {
-  static const TokenStream stream = fixture_stream();
+  static const TokenStream stream = test::stories260k_token_stream();
   const ModelConfig model = config_of(test::stories260k_weights());
   const PrecisionRecipe recipe = named_recipe("fp32");
   const ActivationPolicy policy = make_policy("none", model, 9, 4, AttentionKind::flash);
@@ -116,7 +109,7 @@ TEST_CASE("data parallel: 8-bit compression sends (8 n + 32 per tensor) bits and
 }
 
 TEST_CASE("training run: techniques off, one worker and sparse ratio 1 leave the run's bits as they were") {
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   const TrainingRunResult base = run_training(config(2, 3), test::stories260k_weights(), stream, nullptr);
   TrainingRunConfig c = config(2, 3);
   c.techniques.sparse.mode = SparseMode::gradient;
@@ -133,7 +126,7 @@ TEST_CASE("training run: techniques off, one worker and sparse ratio 1 leave the
 }
 
 TEST_CASE("training run: sparse updates move only the selected parameters; the weight mask zeroes the rest") {
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   TrainingRunConfig c = config(2, 1);
   c.techniques.sparse.mode = SparseMode::gradient;
   c.techniques.sparse.ratio = 0.25;
@@ -163,7 +156,7 @@ TEST_CASE("training run: sparse updates move only the selected parameters; the w
 }
 
 TEST_CASE("training run: the adaptive controller's BF16 moves reach the next step and the FP8 FLOP share") {
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   TrainingRunConfig c = config(1, 3);
   c.recipe = named_recipe("deepseek_v3");
   c.seq_len = 8;
@@ -195,7 +188,7 @@ TEST_CASE("training run: the adaptive controller's BF16 moves reach the next ste
 }
 
 TEST_CASE("training run: bad technique settings name their field") {
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   TrainingRunConfig c = config(4, 1);
   c.techniques.workers = 3;
   CHECK_THROWS_WITH(run_training(c, test::stories260k_weights(), stream, nullptr), Catch::StartsWith("workers:"));
@@ -216,7 +209,7 @@ TEST_CASE("training run: bad technique settings name their field") {
 TEST_CASE("training run: the techniques give the same bits on 1 and 2 threads") {
   // Stochastic rounding's draws depend on (seed, step, worker, tensor, element) alone and every sum
   // runs in a fixed order, so the thread count changes nothing.
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   TrainingRunConfig c = config(4, 3);
   c.recipe = named_recipe("deepseek_v3");
   c.adamw.moments = MomentFormat::e4m3_1x128;

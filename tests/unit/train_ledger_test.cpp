@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 
-#include "harness/llama2c_weights.hpp"
-#include "harness/train_step_errors.hpp"
+#include "harness/metrics/train_step_errors.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"
 

@@ -19,13 +19,6 @@ using namespace fp8lab::train;
 
 namespace {
 
-TokenStream fixture_stream() {
-  TokenStream s;
-  s.source = "stories260K greedy tokens";
-  s.tokens.assign(test::stories260k_tokens().begin(), test::stories260k_tokens().end());
-  return s;
-}
-
 TrainingRunConfig config(std::int64_t batch, std::int64_t seq_len, std::int64_t steps, double lr) {
   TrainingRunConfig c;
   c.batch = batch;
@@ -40,7 +33,7 @@ TrainingRunConfig config(std::int64_t batch, std::int64_t seq_len, std::int64_t 
 }  // namespace
 
 TEST_CASE("training run: one step of batch 2 is the mean of two engine steps, then AdamW on the mean gradient") {
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   TrainingRunConfig c = config(2, 16, 1, 1e-3);
   REQUIRE(c.attention == AttentionKind::flash);  // new runs train with flash attention
   c.decay_norm_gains = false;
@@ -126,7 +119,7 @@ TEST_CASE("training run: a dim256 run whose GEMMs use threads gives the same bit
 }
 
 TEST_CASE("training run: the same run gives the same bits on 1 and 2 threads, and validation is recorded every N steps") {
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   TrainingRunConfig c = config(2, 8, 4, 1e-3);
   c.recipe = named_recipe("bf16");
   c.val_every = 3;
@@ -164,7 +157,7 @@ TEST_CASE("training run: validation runs the forward alone, and its loss is the 
   CHECK(forward.gradients.empty());
   CHECK(!full.gradients.empty());
 
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   TrainingRunConfig c = config(1, 16, 1, 1e-3);
   c.recipe = named_recipe("bf16");
   c.val_every = 1;
@@ -186,7 +179,7 @@ TEST_CASE("training run: validation runs the forward alone, and its loss is the 
 }
 
 TEST_CASE("training run: bad settings are refused naming the field") {
-  const TokenStream stream = fixture_stream();
+  const TokenStream stream = test::stories260k_token_stream();
   const auto refusal = [&](TrainingRunConfig c) -> std::string {
     try {
       run_training(c, test::stories260k_weights(), stream, nullptr);

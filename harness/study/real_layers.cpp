@@ -1,8 +1,8 @@
-#include "harness/real_layers.hpp"
+#include "harness/study/real_layers.hpp"
 
 #include <stdexcept>
 
-#include "harness/llama2c_weights.hpp"
+#include "harness/train/llama2c_weights.hpp"
 
 namespace fp8lab {
 namespace {

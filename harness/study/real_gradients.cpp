@@ -1,10 +1,10 @@
-#include "harness/real_gradients.hpp"
+#include "harness/study/real_gradients.hpp"
 
 #include <stdexcept>
 
-#include "harness/llama2c_weights.hpp"
-#include "harness/real_layers.hpp"
-#include "harness/train_step_errors.hpp"
+#include "harness/metrics/train_step_errors.hpp"
+#include "harness/study/real_layers.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "kernels/memory_ledger.hpp"
 #include "kernels/train/model_weights.hpp"
 #include "kernels/train/training_step.hpp"

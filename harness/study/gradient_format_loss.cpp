@@ -1,4 +1,4 @@
-#include "harness/gradient_format_loss.hpp"
+#include "harness/study/gradient_format_loss.hpp"
 
 #include <cmath>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "harness/backend_select.hpp"
+#include "harness/requests/backend_select.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -1,10 +1,10 @@
-#include "harness/train_step_errors.hpp"
+#include "harness/metrics/train_step_errors.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
 #include "harness/metrics/error_metrics.hpp"
-#include "harness/real_layers.hpp"
+#include "harness/study/real_layers.hpp"
 
 namespace fp8lab {
 namespace {

@@ -1,4 +1,4 @@
-#include "harness/output_files.hpp"
+#include "harness/runtime/output_files.hpp"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "data/tensor_io/file_bytes.hpp"
-#include "harness/interrupt.hpp"
+#include "harness/runtime/interrupt.hpp"
 
 namespace fp8lab {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/gemm_errors.hpp"
+#include "harness/metrics/gemm_errors.hpp"
 #include "kernels/backend.hpp"
 #include "kernels/gemm_config.hpp"
 #include "kernels/quantization.hpp"
@@ -30,7 +30,7 @@ struct GemmRequest {
   int threads = 0;  // 0: all cores
   std::string backend = "auto";
   bool ignore_memory_limit = false;
-  // A scheme (harness/quantize_request.hpp: deepseek, mxfp8, mxfp4, nvfp4) replaces format,
+  // A scheme (harness/requests/quantize_request.hpp: deepseek, mxfp8, mxfp4, nvfp4) replaces format,
   // b_format, both granularities (A's the activation one, B's the weight one) and scale; the
   // front ends refuse it beside them.
   std::string scheme;

@@ -1,9 +1,9 @@
 #pragma once
 // Real gradients of the stories260K checkpoint for the loss-scaling study: one training step on
-// the real token batch of harness/real_layers (the model's greedy continuation of BOS, 64 tokens).
+// the real token batch of harness/study/real_layers (the model's greedy continuation of BOS, 64 tokens).
 //   "<linear>.dW"  the weight gradient of every linear layer L<l>.<wq|wk|wv|wo|w1|w2|w3>, from the
 //                  training-step engine (kernels/train) under the fp32 recipe, with the FP64
-//                  reference's gradient (harness/train_step_errors reference_step) beside it;
+//                  reference's gradient (harness/metrics/train_step_errors reference_step) beside it;
 //                  "embedding.dW" is the classifier's weight gradient, which the tied embedding
 //                  shares with the token lookup (llama2.c ties them); the engine's attention is
 //                  naive unless asked otherwise (flash: named in `source`);

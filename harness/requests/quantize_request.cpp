@@ -1,11 +1,11 @@
-#include "harness/quantize_request.hpp"
+#include "harness/requests/quantize_request.hpp"
 
 #include <charconv>
 #include <stdexcept>
 #include <string>
 
-#include "harness/backend_select.hpp"
 #include "harness/metrics/error_metrics.hpp"
+#include "harness/requests/backend_select.hpp"
 
 namespace fp8lab {
 

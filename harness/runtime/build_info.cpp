@@ -1,4 +1,4 @@
-#include "harness/build_info.hpp"
+#include "harness/runtime/build_info.hpp"
 
 #include <Eigen/Core>
 

@@ -1,4 +1,4 @@
-#include "harness/llama2c_weights.hpp"
+#include "harness/train/llama2c_weights.hpp"
 
 #include <cstdint>
 #include <cstring>

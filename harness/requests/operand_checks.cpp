@@ -1,4 +1,4 @@
-#include "harness/operand_checks.hpp"
+#include "harness/requests/operand_checks.hpp"
 
 #include <cmath>
 #include <string>

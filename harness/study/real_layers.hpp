@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/llama2c_weights.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "reference/llama_fp64_ref.hpp"
 
 namespace fp8lab {

@@ -1,13 +1,13 @@
-#include "harness/gemm_request.hpp"
+#include "harness/requests/gemm_request.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
 
-#include "harness/backend_select.hpp"
-#include "harness/memory_budget.hpp"
-#include "harness/quantize_request.hpp"
+#include "harness/requests/backend_select.hpp"
+#include "harness/requests/memory_budget.hpp"
+#include "harness/requests/quantize_request.hpp"
 #include "harness/study/runner.hpp"  // kMaxThreads
 #include "kernels/hadamard_transform.hpp"
 

@@ -1,4 +1,4 @@
-#include "harness/scale_trajectory.hpp"
+#include "harness/study/scale_trajectory.hpp"
 
 #include <cmath>
 #include <limits>
@@ -6,8 +6,8 @@
 #include <span>
 #include <stdexcept>
 
-#include "harness/llama2c_weights.hpp"
-#include "harness/train_step_errors.hpp"
+#include "harness/metrics/train_step_errors.hpp"
+#include "harness/train/llama2c_weights.hpp"
 #include "kernels/cpu/check_finite_and_unscale.hpp"
 #include "kernels/loss_scaling/found_inf_flag.hpp"
 #include "kernels/loss_scaling/loss_scaler.hpp"

@@ -20,7 +20,7 @@
 //                      and the optimizer applies fl32(decode(q) * fl32(1/s)); each tensor's
 //                      history then records amax(g). The recorded `scale` is that of one tensor.
 // Tokens: each step a window of `tokens` positions from the model's own greedy continuation of
-// BOS (harness/train_step_errors stories260k_greedy_tokens, `stream_tokens` long), at an offset
+// BOS (harness/metrics/train_step_errors stories260k_greedy_tokens, `stream_tokens` long), at an offset
 // drawn from mt19937_64(seed).
 #include <cstdint>
 #include <string>

@@ -1,10 +1,10 @@
-#include "harness/gemm_errors.hpp"
+#include "harness/metrics/gemm_errors.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "harness/memory_budget.hpp"
+#include "harness/requests/memory_budget.hpp"
 #include "reference/fp8_gemm_ref.hpp"
 
 namespace fp8lab {

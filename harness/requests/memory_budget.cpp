@@ -1,4 +1,4 @@
-#include "harness/memory_budget.hpp"
+#include "harness/requests/memory_budget.hpp"
 
 #include <algorithm>
 #include <cstdio>

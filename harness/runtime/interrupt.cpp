@@ -1,4 +1,4 @@
-#include "harness/interrupt.hpp"
+#include "harness/runtime/interrupt.hpp"
 
 #include <signal.h>
 #include <unistd.h>

@@ -32,7 +32,7 @@ std::string weight_kind(const std::string& name);
 GradientErrors gradient_errors(const std::vector<train::NamedGradient>& step, const std::vector<train::NamedGradient>& reference);
 
 // The fixed real token sequence of the stories260K tests and benchmark: the FP64 model's own
-// greedy continuation of BOS (as harness/real_layers uses), `count` tokens.
+// greedy continuation of BOS (as harness/study/real_layers uses), `count` tokens.
 std::vector<int> stories260k_greedy_tokens(const LlamaWeights& weights, int count);
 
 }  // namespace fp8lab

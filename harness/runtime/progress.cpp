@@ -1,4 +1,4 @@
-#include "harness/progress.hpp"
+#include "harness/runtime/progress.hpp"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
