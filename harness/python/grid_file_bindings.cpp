@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "harness/build_info.hpp"
+#include "harness/runtime/build_info.hpp"
 #include "harness/python/bindings.hpp"
 #include "harness/results/results_file.hpp"
 

@@ -200,9 +200,8 @@ void plain_nn(const GemmCall& call, const Real* a, std::int64_t lda, bool a_tran
 // the first quantization's values dequantized and transposed (only when statistics are asked for).
 void tally_requantized(const QuantizedTensor& q, const QuantizedTensor& first, std::span<const float> source,
                        OperandTally& tally) {
-  const std::vector<float> restored = cpu::dequantize(first);
-  std::vector<float> seen(restored.size());
-  transpose(restored.data(), first.rows, first.cols, first.cols, seen.data());
+  std::vector<float> seen(first.codes.size());
+  cpu::dequantize_transposed_into(first, seen);
   tally_operand(q, source, tally, seen);
 }
 

@@ -6,18 +6,23 @@ step of the PyTorch Llama under deepseek_v3 >= 0.7x torch's float32 step):
            plain against converted (deepseek_v3: its three GEMMs emulated, X kept in FP8)
   step     experiments/torch_llama.py at the dim256 preset, the engine's seeded init, 1024 tokens
            (batch 4 x 256), mean cross-entropy, backward, AdamW: plain float32 against converted
+  recorder ten such steps under the recipe without and with fp8lab.torch.Recorder(every=10): its
+           overhead (the target: at most 10%, a ratio >= 0.909)
 
 Each case times its two sides alternately for --rounds rounds of --repeats timed calls (after
 warm-up); a side's time is the median over all its calls, the ratio torch / fp8lab (above 1:
-fp8lab is faster). Prints one JSON object.
+fp8lab is faster; for recorder: without / with). Prints one JSON object.
 
   PYTHONPATH=build/cpu/python build/peers-venv/bin/python tests/torch/speed_vs_torch.py --threads 2
 """
 import argparse
+import contextlib
 import json
+import os
 import pathlib
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 
@@ -68,6 +73,33 @@ def step_case(recipe):
     return side(False), side(True)
 
 
+def recorder_case(recipe):
+    """Ten dim256 training steps under the recipe, without and with a Recorder(every=10): one of
+    the ten recorded (the file written too). The ratio is the recorder's cost (target >= 1/1.1)."""
+    tokens = torch.randint(0, 512, (4, 257), generator=torch.Generator().manual_seed(1))
+    folder = tempfile.mkdtemp(prefix="fp8lab_recorder_bench_")
+
+    def side(record):
+        model, _ = torch_llama.Llama.from_fp8lab("seeded", "", "dim256", 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ft.convert(model, recipe)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        recorder = ft.Recorder(os.path.join(folder, "bench.h5"), every=10).attach(model) if record else None
+        counter = [0]
+
+        def call():
+            for _ in range(10):
+                context = recorder.step(counter[0]) if recorder else contextlib.nullcontext()
+                with context:
+                    optimizer.zero_grad(set_to_none=True)
+                    model.loss(tokens[:, :-1], tokens[:, 1:]).backward()
+                optimizer.step()
+                counter[0] += 1
+        return call
+    return side(False), side(True)
+
+
 def timed(call, repeats):
     times = []
     for _ in range(repeats):
@@ -77,7 +109,7 @@ def timed(call, repeats):
     return times
 
 
-def compare(case, rounds, repeats, warmup=2):
+def compare(case, rounds, repeats, warmup=2, labels=("torch", "fp8lab")):
     torch_side, fp8lab_side = case
     for _ in range(warmup):
         torch_side()
@@ -87,7 +119,7 @@ def compare(case, rounds, repeats, warmup=2):
         a += timed(torch_side, repeats)
         b += timed(fp8lab_side, repeats)
     ta, tb = statistics.median(a), statistics.median(b)
-    return {"torch_ms": round(ta * 1e3, 3), "fp8lab_ms": round(tb * 1e3, 3), "ratio": round(ta / tb, 3)}
+    return {f"{labels[0]}_ms": round(ta * 1e3, 3), f"{labels[1]}_ms": round(tb * 1e3, 3), "ratio": round(ta / tb, 3)}
 
 
 def main():
@@ -100,11 +132,12 @@ def main():
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     ft.set_num_threads(a.threads)
-    cases = {"linear": linear_case, "step": step_case}
+    cases = {"linear": linear_case, "step": step_case, "recorder": recorder_case}
     report = {"threads": a.threads, "recipe": a.recipe, "torch": torch.__version__,
-              "targets": {"linear": 0.8, "step": 0.7}}
+              "targets": {"linear": 0.8, "step": 0.7, "recorder": round(1 / 1.1, 3)}}
     for name in a.cases.split(","):
-        report[name] = compare(cases[name](a.recipe), a.rounds, a.repeats)
+        labels = ("without_recorder", "with_recorder") if name == "recorder" else ("torch", "fp8lab")
+        report[name] = compare(cases[name](a.recipe), a.rounds, a.repeats, labels=labels)
     print(json.dumps(report, indent=1))
 
 

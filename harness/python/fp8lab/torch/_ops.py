@@ -7,7 +7,7 @@ inputs are read in place, outputs written in place.
     fp8lab::fprop(x, w, bias, layer)      -> (y, x_codes, x_scales, x_tensor_level)   y = x w^T + bias
     fp8lab::dgrad(dy, w, layer)           -> dx
     fp8lab::wgrad(dy, x, layer)           -> dw
-    fp8lab::wgrad_fp8(dy, x_codes, x_scales, x_tensor_level, layer) -> dw
+    fp8lab::wgrad_fp8(dy, x_codes, x_scales, x_tensor_level, x, layer) -> dw   (x: X itself on a recorded step, else None)
     fp8lab::bias_grad(dy)                 -> db   (column sums in FP64, in order of rows)
 
 `layer` indexes the layers fp8lab.torch has made (register_layer): a recipe's three GEMMs for one
@@ -26,6 +26,11 @@ from .. import _core
 _LAYERS = []
 _LAYERS_LOCK = threading.Lock()
 _THREADS = None
+_RECORDER = None  # the Recorder of the step in progress, when it records (recorder.py)
+
+
+def _recording(layer):
+    return _RECORDER is not None and _RECORDER.wants(layer)
 
 
 def register_layer(plan):
@@ -84,8 +89,15 @@ def fprop(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor],
     n = w.shape[0]
     y = torch.empty((m, n), dtype=x.dtype)
     codes, scales, level = _kept_outputs(plan, x, m, k, lambda shape, dtype: torch.empty(shape, dtype=dtype))
-    plan.fprop(x.data_ptr(), m, k, w.data_ptr(), n, 0 if bias is None else bias.data_ptr(), y.data_ptr(),
-               x.dtype == torch.float64, codes.data_ptr(), scales.data_ptr(), level.data_ptr(), get_num_threads())
+    record = _recording(layer)
+    # A recorded step measures the GEMM alone and adds the bias after (the same FP32 add, so the same bits).
+    plan_bias = 0 if bias is None or record else bias.data_ptr()
+    figures = plan.fprop(x.data_ptr(), m, k, w.data_ptr(), n, plan_bias, y.data_ptr(), x.dtype == torch.float64,
+                         codes.data_ptr(), scales.data_ptr(), level.data_ptr(), get_num_threads(), record)
+    if record:
+        _RECORDER.add(layer, "fprop", figures, y, x @ w.T, {"A": x, "B": w})
+        if bias is not None:
+            y = y + bias
     return y, codes, scales, level
 
 
@@ -102,7 +114,11 @@ def dgrad(dy: torch.Tensor, w: torch.Tensor, layer: int) -> torch.Tensor:
     m, n = dy.shape
     k = w.shape[1]
     dx = torch.empty((m, k), dtype=dy.dtype)
-    _LAYERS[layer].dgrad(dy.data_ptr(), m, n, w.data_ptr(), k, dx.data_ptr(), dy.dtype == torch.float64, get_num_threads())
+    record = _recording(layer)
+    figures = _LAYERS[layer].dgrad(dy.data_ptr(), m, n, w.data_ptr(), k, dx.data_ptr(), dy.dtype == torch.float64,
+                                   get_num_threads(), record)
+    if record:
+        _RECORDER.add(layer, "dgrad", figures, dx, dy @ w, {"A": dy, "B": w.T})
     return dx
 
 
@@ -116,7 +132,11 @@ def wgrad(dy: torch.Tensor, x: torch.Tensor, layer: int) -> torch.Tensor:
     m, n = dy.shape
     k = x.shape[1]
     dw = torch.empty((n, k), dtype=dy.dtype)
-    _LAYERS[layer].wgrad(dy.data_ptr(), m, n, x.data_ptr(), k, dw.data_ptr(), dy.dtype == torch.float64, get_num_threads())
+    record = _recording(layer)
+    figures = _LAYERS[layer].wgrad(dy.data_ptr(), m, n, x.data_ptr(), k, dw.data_ptr(), dy.dtype == torch.float64,
+                                   get_num_threads(), record)
+    if record:
+        _RECORDER.add(layer, "wgrad", figures, dw, dy.T @ x, {"A": dy.T, "B": x.T})
     return dw
 
 
@@ -127,17 +147,22 @@ def _(dy, x, layer):
 
 @torch.library.custom_op("fp8lab::wgrad_fp8", mutates_args=())
 def wgrad_fp8(dy: torch.Tensor, x_codes: torch.Tensor, x_scales: torch.Tensor, x_tensor_level: torch.Tensor,
-              layer: int) -> torch.Tensor:
+              x: Optional[torch.Tensor], layer: int) -> torch.Tensor:
     m, n = dy.shape
     k = x_codes.shape[1]
     dw = torch.empty((n, k), dtype=dy.dtype)
-    _LAYERS[layer].wgrad_from_fp8(dy.data_ptr(), m, n, x_codes.data_ptr(), x_scales.data_ptr(), x_tensor_level.data_ptr(),
-                                  k, dw.data_ptr(), get_num_threads())
+    record = _recording(layer)
+    figures = _LAYERS[layer].wgrad_from_fp8(dy.data_ptr(), m, n, x_codes.data_ptr(), x_scales.data_ptr(),
+                                            x_tensor_level.data_ptr(), k, dw.data_ptr(), get_num_threads(), record,
+                                            0 if x is None else x.data_ptr())
+    if record:
+        _RECORDER.add(layer, "wgrad", figures, dw, None if x is None else dy.T @ x,
+                      None if x is None else {"A": dy.T, "B": x.T})
     return dw
 
 
 @wgrad_fp8.register_fake
-def _(dy, x_codes, x_scales, x_tensor_level, layer):
+def _(dy, x_codes, x_scales, x_tensor_level, x, layer):
     return dy.new_empty((dy.shape[1], x_codes.shape[1]))
 
 
@@ -161,8 +186,10 @@ def _setup_context(ctx, inputs, output):
     ctx.kept_fp8 = _LAYERS[layer].keeps_x_fp8
     # What the recipe keeps for backward: X's FP8 codes and scales when Wgrad re-quantizes them
     # (about a quarter of X's FP32 bytes), else X. W is the parameter itself (float32) or its cast.
+    # A recorded step keeps X beside its FP8 copy, which the recorder measures Wgrad's operands against.
+    ctx.kept_x_too = ctx.kept_fp8 and _recording(layer)
     if ctx.kept_fp8:
-        ctx.save_for_backward(codes, scales, level, w)
+        ctx.save_for_backward(codes, scales, level, w, *((x,) if ctx.kept_x_too else ()))
     else:
         ctx.save_for_backward(x, w)
     ctx.mark_non_differentiable(codes, scales, level)
@@ -170,12 +197,15 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, dy, _codes, _scales, _level):
     saved = ctx.saved_tensors
-    w = saved[-1]
+    w = saved[3] if ctx.kept_fp8 else saved[1]
     dy = dy.contiguous()
     dx = dgrad(dy, w, ctx.layer) if ctx.needs_input_grad[0] else None
     dw = None
     if ctx.needs_input_grad[1]:
-        dw = wgrad_fp8(dy, *saved[:3], ctx.layer) if ctx.kept_fp8 else wgrad(dy, saved[0], ctx.layer)
+        if ctx.kept_fp8:
+            dw = wgrad_fp8(dy, *saved[:3], saved[4] if ctx.kept_x_too else None, ctx.layer)
+        else:
+            dw = wgrad(dy, saved[0], ctx.layer)
     db = bias_grad(dy) if ctx.needs_input_grad[2] else None
     return dx, dw, db, None
 
