@@ -11,5 +11,6 @@ void add_linear_bindings(pybind11::module_& m);
 void add_torch_train_binding(pybind11::module_& m);
 void add_train_data_bindings(pybind11::module_& m);
 void add_grid_file_binding(pybind11::module_& m);
+void add_codes_gemm_bindings(pybind11::module_& m);
 
 }  // namespace fp8lab::python

@@ -38,4 +38,5 @@ PYBIND11_MODULE(_core, m) {
   fp8lab::python::add_torch_train_binding(m);
   fp8lab::python::add_train_data_bindings(m);
   fp8lab::python::add_grid_file_binding(m);
+  fp8lab::python::add_codes_gemm_bindings(m);
 }

@@ -16,7 +16,8 @@ implementations: torch.compile(fullgraph=True), DDP and FSDP2 work on converted 
 float32, bfloat16, float16 or float64 (FP64 recipe: float64), any leading batch dimensions; the
 output has the input's dtype. CPU tensors only in this build: a CUDA tensor is refused naming the
 recipe, the GEMM and the device. fp8lab.torch.Recorder writes what FP8 did to every GEMM's
-operands and output every N steps (recorder.py).
+operands and output every N steps (recorder.py); fp8lab.torch.check_gemm names the arithmetic a
+user's block-scaled GEMM kernel computes, among fp8lab's models (check_gemm.py).
 """
 try:
     import torch  # noqa: F401
@@ -26,6 +27,8 @@ except ImportError as e:  # pragma: no cover - the message is the point
 from ._ops import get_num_threads, set_num_threads
 from .linear import Linear, convert, linear
 from .recipe import Recipe
+from .check_gemm import CheckGemmError, check_gemm
 from .recorder import Recorder
 
-__all__ = ["Linear", "Recipe", "Recorder", "convert", "linear", "get_num_threads", "set_num_threads"]
+__all__ = ["CheckGemmError", "Linear", "Recipe", "Recorder", "check_gemm", "convert", "linear", "get_num_threads",
+           "set_num_threads"]
