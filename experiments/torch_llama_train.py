@@ -17,8 +17,10 @@ engine's AdamW follows its semantics), FP32 master weights; a step whose loss or
 finite is recorded as diverged and not applied. --recipe fp64 trains in float64.
 """
 import argparse
+import contextlib
 import json
 import math
+import os
 import pathlib
 import statistics
 import sys
@@ -56,6 +58,9 @@ def arguments(argv=None):
     p.add_argument("--val-every", type=int, default=0, help="validation loss every N steps and at the end (0: never)")
     p.add_argument("--val-sequences", type=int, default=8)
     p.add_argument("--threads", type=int, default=0, help="threads of torch and of fp8lab's GEMMs (0: torch's default)")
+    p.add_argument("--record", default="", help="a folder for fp8lab.torch.Recorder files, one per run "
+                                                "(RECIPE_seedS.h5: what FP8 did to every GEMM, every --record-every steps)")
+    p.add_argument("--record-every", type=int, default=10)
     p.add_argument("-o", "--out", required=True, help="results file (.h5)")
     p.add_argument("--resume", action="store_true", help="complete a results file an interrupted command left")
     p.add_argument("--quiet", action="store_true")
@@ -63,6 +68,7 @@ def arguments(argv=None):
     a.recipe = a.recipe or ["fp32"]
     a.seed = a.seed or [1]
     for name, value, low in (("--batch", a.batch, 1), ("--seq-len", a.seq_len, 1), ("--steps", a.steps, 1),
+                             ("--record-every", a.record_every, 1),
                              ("--val-sequences", a.val_sequences, 1), ("--threads", a.threads, 0)):
         if value < low:
             p.error(f"{name}: must be >= {low}, got {value}")
@@ -112,6 +118,11 @@ def train_run(a, data, recipe, seed, progress=None):
     model, _ = make_model(a, recipe, seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=a.weight_decay)
     val = data.validation() if data.val_tokens is not None else None
+    recorder = None
+    if a.record:
+        os.makedirs(a.record, exist_ok=True)
+        stem = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in recipe.removesuffix(".toml"))
+        recorder = ft.Recorder(os.path.join(a.record, f"{stem}_seed{seed}.h5"), every=a.record_every).attach(model)
     record = {k: [] for k in ("train_loss", "val_loss", "grad_norm", "learning_rate", "loss_scale", "skipped", "diverged",
                               "step_seconds", "tokens_per_second")}
     for step in range(a.steps):
@@ -121,8 +132,9 @@ def train_run(a, data, recipe, seed, progress=None):
             group["lr"] = lr
         tokens = data.batch(step, seed)
         optimizer.zero_grad(set_to_none=True)
-        loss = model.loss(tokens[:, :-1], tokens[:, 1:])
-        loss.backward()
+        with recorder.step(step) if recorder else contextlib.nullcontext():
+            loss = model.loss(tokens[:, :-1], tokens[:, 1:])
+            loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip if a.clip > 0 else float("inf"))
         diverged = not (math.isfinite(loss.item()) and math.isfinite(norm.item()))
         if not diverged:
@@ -139,6 +151,8 @@ def train_run(a, data, recipe, seed, progress=None):
             record[key].append(value)
         if progress:
             progress(step, loss.item())
+    if recorder:
+        recorder.close()
     record.update({
         "final_train_loss": record["train_loss"][-1],
         "final_val_loss": record["val_loss"][-1],
@@ -153,7 +167,7 @@ def train_run(a, data, recipe, seed, progress=None):
 
 def spec_text(a, layers):
     quoted = lambda s: json.dumps(str(s))  # noqa: E731  (TOML basic strings take JSON's escapes)
-    settings = {k: v for k, v in vars(a).items() if k not in ("recipe", "seed", "out", "resume", "quiet")}
+    settings = {k: v for k, v in vars(a).items() if k not in ("recipe", "seed", "out", "resume", "quiet", "record")}
     return (f'[study]\nname = "torch_llama"\nkind = "torch_train"\n'
             f'description = {quoted("PyTorch Llama trained under fp8lab.torch recipes (experiments/torch_llama_train.py)")}\n'
             f'[axes]\nrecipe = [{", ".join(quoted(r) for r in a.recipe)}]\nseed = [{", ".join(str(s) for s in a.seed)}]\n'
