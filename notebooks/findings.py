@@ -128,6 +128,15 @@ def provenance(path):
 
 # ---- regenerate ---------------------------------------------------------------------------------
 
+def compact_png(path):
+    """The figure with a 256-colour palette (plots use a few dozen colours; anti-aliased edges lose a
+    little): a third of the size, so that the whole folder stays under SIZE_LIMIT."""
+    from PIL import Image
+    with Image.open(path) as image:
+        small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    small.save(path, optimize=True)
+
+
 def run_notebook(study, results_file, figures, results_dir):
     env = dict(os.environ, FP8LAB_RESULTS=str(results_file), FP8LAB_FIGURES=str(figures))
     for name, file in study.env.items():
@@ -162,6 +171,8 @@ def regenerate(args):
         if study.drawn_by is None:
             text = run_notebook(study, results_file, folder, results_dir)
             (folder / "output.txt").write_text(text)
+            for png in folder.glob("*.png"):
+                compact_png(png)
         p = provenance(results_file)
         p["results_digest"] = digest(results_file)
         p["drawn_by"] = f"notebooks/{study.drawn_by or study.notebook}.ipynb"
