@@ -57,23 +57,10 @@ if [[ $study == fp8_training_power ]]; then
   export FP8LAB_DIM256_RESULTS=$work/dim256.h5
 fi
 
-# run_notebook RESULTS FIGURES_DIR: executes the notebook; fails on a cell error or an error
-# output, and prints the notebook's text output for the checks below.
+# run_notebook RESULTS FIGURES_DIR: executes the notebook on RESULTS (execute_notebook.sh).
+source "$(dirname "$0")/execute_notebook.sh"
 run_notebook() {
-  local out=$work/executed
-  rm -rf "$out" && mkdir -p "$out"
-  FP8LAB_RESULTS=$1 FP8LAB_FIGURES=$2 \
-    jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=300 --output-dir "$out" \
-    "$source_dir/notebooks/$notebook.ipynb" >"$work/log" 2>&1 || { cat "$work/log" >&2; echo "FAIL: $notebook.ipynb did not run" >&2; return 1; }
-  "$python" - "$out/$notebook.ipynb" <<'EOF'
-import json, sys
-cells = json.load(open(sys.argv[1]))["cells"]
-outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
-errors = [o for o in outputs if o["output_type"] == "error"]
-if errors:
-    sys.exit(f"FAIL: the notebook has an error output: {errors[0]['ename']}: {errors[0]['evalue']}")
-print("".join("".join(o.get("text", "")) for o in outputs if o["output_type"] == "stream"))
-EOF
+  FP8LAB_RESULTS=$1 FP8LAB_FIGURES=$2 execute_notebook "$source_dir/notebooks/$notebook.ipynb" "$work"
 }
 
 text=$(run_notebook "$work/results.h5" "$work/figures")

@@ -11,19 +11,8 @@ trap 'rm -rf "$work"' EXIT
 python "$root/experiments/torch_llama_train.py" --recipe deepseek_v3 --recipe fp8_tensor_no_promotion --steps 6 \
   --batch 2 --seq-len 32 --val-every 2 --record "$work/torch_llama_records" --record-every 2 --quiet \
   -o "$work/torch_llama.h5" >/dev/null
-FP8LAB_RESULTS=$work/torch_llama.h5 FP8LAB_FIGURES=$work/figures \
-  jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=300 --output-dir "$work/executed" \
-  "$root/notebooks/torch_record.ipynb" >"$work/log" 2>&1 || { cat "$work/log" >&2; echo "FAIL: the notebook did not run" >&2; exit 1; }
-text=$(/usr/bin/python3 - "$work/executed/torch_record.ipynb" <<'PY'
-import json, sys
-cells = json.load(open(sys.argv[1]))["cells"]
-outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
-errors = [o for o in outputs if o["output_type"] == "error"]
-if errors:
-    sys.exit(f"FAIL: the notebook has an error output: {errors[0]['ename']}: {errors[0]['evalue']}")
-print("".join("".join(o.get("text", "")) for o in outputs if o["output_type"] == "stream"))
-PY
-)
+source "$root/tests/notebook/execute_notebook.sh"
+text=$(FP8LAB_RESULTS=$work/torch_llama.h5 FP8LAB_FIGURES=$work/figures execute_notebook "$root/notebooks/torch_record.ipynb" "$work")
 for recipe in deepseek_v3 fp8_tensor_no_promotion; do
   [[ -s "$work/figures/torch_record_$recipe.png" && $(wc -l <"$work/figures/torch_record_$recipe.csv") -ge 2 ]] ||
     { echo "$text" >&2; echo "FAIL: no figure (or its numbers) for $recipe" >&2; exit 1; }

@@ -14,19 +14,8 @@ trap 'rm -rf "$work"' EXIT
 python "$root/experiments/torch_llama_train.py" --recipe fp32 --recipe deepseek_v3 --seed 1 --seed 2 --init seeded \
   --order shuffled --sample-tokens 2048 --val-sample-tokens 512 --batch 2 --seq-len 32 --steps 6 --lr 3e-3 \
   --val-every 3 --val-sequences 2 --quiet -o "$work/torch_llama.h5" >/dev/null
-FP8LAB_RESULTS=$work/fp8_training.h5 FP8LAB_FIGURES=$work/figures \
-  jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=300 --output-dir "$work/executed" \
-  "$root/notebooks/fp8_training.ipynb" >"$work/log" 2>&1 || { cat "$work/log" >&2; echo "FAIL: the notebook did not run" >&2; exit 1; }
-text=$(/usr/bin/python3 - "$work/executed/fp8_training.ipynb" <<'PY'
-import json, sys
-cells = json.load(open(sys.argv[1]))["cells"]
-outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
-errors = [o for o in outputs if o["output_type"] == "error"]
-if errors:
-    sys.exit(f"FAIL: the notebook has an error output: {errors[0]['ename']}: {errors[0]['evalue']}")
-print("".join("".join(o.get("text", "")) for o in outputs if o["output_type"] == "stream"))
-PY
-)
+source "$root/tests/notebook/execute_notebook.sh"
+text=$(FP8LAB_RESULTS=$work/fp8_training.h5 FP8LAB_FIGURES=$work/figures execute_notebook "$root/notebooks/fp8_training.ipynb" "$work")
 for png in fp8_training.png fp8_training_operand_sqnr.png fp8_training_torch.png; do
   [[ -s "$work/figures/$png" ]] || { echo "$text" >&2; echo "FAIL: no $png" >&2; exit 1; }
 done
