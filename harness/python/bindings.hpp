@@ -12,5 +12,7 @@ void add_torch_train_binding(pybind11::module_& m);
 void add_train_data_bindings(pybind11::module_& m);
 void add_grid_file_binding(pybind11::module_& m);
 void add_codes_gemm_bindings(pybind11::module_& m);
+// Only in a build with the CUDA backend (FP8LAB_HAVE_CUDA): fp8lab.torch on CUDA tensors.
+void add_cuda_linear_bindings(pybind11::module_& m);
 
 }  // namespace fp8lab::python

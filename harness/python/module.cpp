@@ -39,4 +39,9 @@ PYBIND11_MODULE(_core, m) {
   fp8lab::python::add_train_data_bindings(m);
   fp8lab::python::add_grid_file_binding(m);
   fp8lab::python::add_codes_gemm_bindings(m);
+#ifdef FP8LAB_HAVE_CUDA
+  fp8lab::python::add_cuda_linear_bindings(m);
+#else
+  m.attr("_has_cuda") = false;
+#endif
 }

@@ -183,7 +183,7 @@ def _setup_context(ctx, inputs, output):
     x, w, _bias, layer = inputs
     _, codes, scales, level = output
     ctx.layer = layer
-    ctx.kept_fp8 = _LAYERS[layer].keeps_x_fp8
+    ctx.kept_fp8 = _LAYERS[layer].keeps_x_fp8 and not x.is_cuda  # the GPU path keeps X (_cuda_ops.py)
     # What the recipe keeps for backward: X's FP8 codes and scales when Wgrad re-quantizes them
     # (about a quarter of X's FP32 bytes), else X. W is the parameter itself (float32) or its cast.
     # A recorded step keeps X beside its FP8 copy, which the recorder measures Wgrad's operands against.
@@ -211,3 +211,8 @@ def _backward(ctx, dy, _codes, _scales, _level):
 
 
 torch.library.register_autograd("fp8lab::fprop", _backward, setup_context=_setup_context)
+
+if _core._has_cuda:  # a build with the CUDA backend: the ops' CUDA kernels
+    from . import _cuda_ops
+
+    _cuda_ops.register()

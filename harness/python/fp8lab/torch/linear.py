@@ -12,10 +12,11 @@ _FLOAT_INPUTS = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 
 
 def _refuse_device(recipe_name, gemm, tensor):
-    if tensor.device.type != "cpu":
-        raise RuntimeError(f"fp8lab.torch: recipe {recipe_name}, GEMM {gemm} on {tensor.device}: this build of fp8lab has "
-                           "no kernel for it on that device (the CPU emulation takes CPU tensors; nothing is computed "
-                           "another way)")
+    if tensor.device.type == "cpu" or (tensor.device.type == "cuda" and _core._has_cuda):
+        return
+    raise RuntimeError(f"fp8lab.torch: recipe {recipe_name}, GEMM {gemm} on {tensor.device}: this build of fp8lab has "
+                       "no kernel for it on that device (the CPU emulation takes CPU tensors; nothing is computed "
+                       "another way)")
 
 
 def _apply(x, weight, bias, layer, recipe_name):
@@ -41,6 +42,13 @@ def _apply(x, weight, bias, layer, recipe_name):
         compute = torch.float64
     else:
         compute = torch.float32  # every other recipe's GEMMs read FP32 operands (the engine's step)
+    if x.device != weight.device:
+        raise ValueError(f"fp8lab.torch.linear: x is on {x.device}, the weight on {weight.device}")
+    if x.is_cuda:  # the GPU runs what it has a kernel for; the rest is refused, one line (_cuda_ops.py)
+        from . import _cuda_ops
+        why = _cuda_ops.failure(plan, recipe_name, x.numel() // x.shape[-1], weight.shape[0], weight.shape[1])
+        if why:
+            raise RuntimeError(f"fp8lab.torch: {why}")
     leading = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1]).to(compute).contiguous()
     w2 = weight.to(compute).contiguous()
