@@ -66,6 +66,10 @@ def arguments(argv=None):
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
     a.recipe = a.recipe or ["fp32"]
+    for r in a.recipe:
+        # FP16 GEMMs need dynamic loss scaling, which `fp8lab train` runs and this script does not.
+        if any(g.startswith("fp16") for g in ft.Recipe(r).gemms().values()):
+            p.error(f"--recipe {r}: its FP16 GEMMs need dynamic loss scaling; train it with `fp8lab train`")
     a.seed = a.seed or [1]
     for name, value, low in (("--batch", a.batch, 1), ("--seq-len", a.seq_len, 1), ("--steps", a.steps, 1),
                              ("--record-every", a.record_every, 1),
@@ -104,7 +108,7 @@ class Data:
 def make_model(a, recipe, seed):
     init, checkpoint = ("seeded", "") if a.init == "seeded" else ("checkpoint", a.init)
     model, described = Llama.from_fp8lab(init, checkpoint, a.model, seed)
-    if ft.Recipe(recipe).gemms()["fprop"].startswith("fp64"):
+    if ft.Recipe(recipe)._recipe.fp64:
         model = model.double()
     with warnings.catch_warnings():  # an override for a layer the model lacks (nvfp4's L4 on dim256)
         warnings.simplefilter("ignore")

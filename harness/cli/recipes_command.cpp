@@ -55,7 +55,8 @@ Command add_recipes_command(CLI::App& app) {
             if (!show->empty()) {
               train::RecipeLayers any;
               any.overrides_must_match = false;
-              const train::PrecisionRecipe r = resolve_recipe(*show, std::filesystem::current_path(), any);
+              const train::PrecisionRecipe r =
+                  resolve_recipe(*show, std::filesystem::current_path(), any, /*allow_training_table=*/true);
               std::printf("%s: %s\n", r.name.c_str(), r.description.c_str());
               for (train::GemmKind k : train::kGemmKinds) {
                 const train::GemmPrecision& p = k == train::GemmKind::fprop ? r.fprop : k == train::GemmKind::dgrad ? r.dgrad : r.wgrad;

@@ -132,7 +132,26 @@ void add_layer_class(py::module_& module) {
   py::class_<LinearLayer, std::shared_ptr<LinearLayer>>(module, "_LinearLayer",
                                                         "One linear layer's three GEMMs under a recipe (fp8lab.torch)")
       .def_property_readonly("layer", &LinearLayer::layer)
+      .def_property_readonly("recipe", &LinearLayer::recipe)
+      .def("set_recording", &LinearLayer::set_recording, py::arg("recording"),
+           "Whether the next GEMMs record into the delayed-scaling history (False for passes that do not train)")
       .def_property_readonly("fp64", &LinearLayer::fp64)
+      .def_property_readonly(
+          "wgrad_rht",
+          [](const LinearLayer& l) {
+            const train::GemmPrecision& p = l.precision(GemmKind::wgrad);
+            return p.kind == train::GemmPrecision::Kind::fp8 && p.rht;
+          },
+          "Wgrad runs the 16x16 Hadamard transform along the tokens (they must be a multiple of 16)")
+      .def_property_readonly(
+          "delayed_scaling",
+          [](const LinearLayer& l) {
+            bool any = false;
+            for (GemmKind k : train::kGemmKinds)
+              any = any || (l.precision(k).kind == train::GemmPrecision::Kind::fp8 && l.precision(k).delayed_scaling);
+            return any;
+          },
+          "A GEMM of the layer scales by delayed scaling: the layer keeps amax histories (state)")
       .def_property_readonly("keeps_x_fp8", &LinearLayer::keeps_x_fp8,
                              "Wgrad re-quantizes X's Fprop quantization: backward keeps its FP8 codes and scales")
       .def_property_readonly("x_granularity", [](const LinearLayer& l) { return granularity_dict(l.x_fp8_config().granularity); })

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -36,11 +37,13 @@ bool empty_gemm(std::int64_t m, std::int64_t n, std::int64_t k, Real* out, std::
 }  // namespace
 
 // One GEMM's call: an allocating ledger for its workspace, the Wgrad re-quantization's sources,
-// and the delayed-scaling operands (taken under the mutex, held for the GEMM).
+// and the delayed-scaling operands (taken under the mutex, held for the GEMM). A pass that does not
+// record reads copies of the operands' states, whose recorded amax is dropped with the call.
 struct LinearLayer::Call {
   HostAllocator allocator;
   MemoryLedger ledger{&allocator};
   std::unique_lock<std::mutex> delayed_lock;
+  std::optional<DelayedOperand> unrecorded_a, unrecorded_b;
   GemmCall gemm;
 
   Call(LinearLayer& l, GemmKind kind, GemmRecord* record)
@@ -54,18 +57,26 @@ struct LinearLayer::Call {
     }
     if (p.kind != GemmPrecision::Kind::fp8 || !p.delayed_scaling) return;
     delayed_lock = std::unique_lock<std::mutex>(l.delayed_mutex_);
-    if (kind == GemmKind::fprop && l.delayed_recorded_) {
+    if (l.recording_ && kind == GemmKind::fprop && l.wgrad_since_roll_) {
       l.delayed_.roll();
-      l.delayed_recorded_ = false;
+      l.wgrad_since_roll_ = false;
     }
     gemm.delayed_a = &l.delayed_.operand(l.layer_, kind, 'a', p);
     gemm.delayed_b = &l.delayed_.operand(l.layer_, kind, 'b', p);
-    l.delayed_recorded_ = true;
+    if (!l.recording_) {
+      unrecorded_a.emplace(*gemm.delayed_a);
+      unrecorded_b.emplace(*gemm.delayed_b);
+      gemm.delayed_a = &*unrecorded_a;
+      gemm.delayed_b = &*unrecorded_b;
+    } else if (kind == GemmKind::wgrad) {
+      l.wgrad_since_roll_ = true;
+    }
   }
 };
 
 LinearLayer::LinearLayer(const PrecisionRecipe& recipe, std::string layer)
     : layer_(std::move(layer)),
+      recipe_(recipe.name),
       fprop_(recipe.resolve(layer_, GemmKind::fprop)),
       dgrad_(recipe.resolve(layer_, GemmKind::dgrad)),
       wgrad_(recipe.resolve(layer_, GemmKind::wgrad)),

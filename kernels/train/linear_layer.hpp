@@ -13,8 +13,10 @@
 // fprop() hands them out and wgrad() takes them), else X itself.
 //
 // Delayed scaling (Transformer Engine's DelayedScaling): the layer keeps each operand's amax history
-// and rolls it at the start of the next Fprop after any GEMM recorded an amax, so one history entry
-// per forward-backward pass (TE's once per forward; one optimizer step per pass).
+// and rolls it at the first Fprop after a Wgrad, so one history entry per forward-backward pass (a
+// checkpointed Fprop recomputed in backward records again, into the same entry: the same values, the
+// same maximum). An Fprop that does not train (set_recording(false): torch's no_grad, validation)
+// reads the scales and records nothing, as the engine's validation does.
 // Empty shapes (m, n or k = 0) give zeros, as torch's matmul does.
 //
 // A GemmRecord, when given, receives what quantization did to the GEMM's operands (the engine's
@@ -45,6 +47,10 @@ class LinearLayer {
   LinearLayer(const PrecisionRecipe& recipe, std::string layer);
 
   const std::string& layer() const { return layer_; }
+  const std::string& recipe() const { return recipe_; }
+  // Whether the next GEMMs record their operands' amax into the delayed-scaling history (default
+  // true); false for passes that do not train.
+  void set_recording(bool recording) { recording_ = recording; }
   const GemmPrecision& precision(GemmKind kind) const;
   bool fp64() const { return fp64_; }
   bool keeps_x_fp8() const;
@@ -74,12 +80,13 @@ class LinearLayer {
   template <class Real>
   void fprop_gemm(const Real* x, std::int64_t m, std::int64_t k, const Real* w, std::int64_t n, Real* y,
                   QuantizedTensor* x_fp8, GemmRecord* record);
-  std::string layer_;
+  std::string layer_, recipe_;
   GemmPrecision fprop_, dgrad_, wgrad_;
   bool fp64_ = false;
   std::mutex delayed_mutex_;  // the delayed-scaling state below, when the recipe has it
   DelayedOperandScales delayed_;
-  bool delayed_recorded_ = false;  // an amax was recorded since the last roll
+  bool wgrad_since_roll_ = false;  // a Wgrad ran since the last roll: the next Fprop starts a new entry
+  bool recording_ = true;
 };
 
 }  // namespace fp8lab::train

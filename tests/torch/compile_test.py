@@ -50,6 +50,18 @@ class CompileTest(TorchTestCase):
                 graph_ops = torch._dynamo.explain(model)(x)
                 self.assertEqual(graph_ops.graph_break_count, 0)
 
+    def test_functional_form_compiles(self):
+        torch._dynamo.reset()
+        w = torch.randn(64, 128)
+
+        def f(x):
+            return ft.linear(x, w, recipe="mxfp8", layer="f") + 1
+
+        x = torch.randn(8, 128)
+        eager = f(x)
+        compiled = torch.compile(f, fullgraph=True)(x)
+        self.assertSameBits(compiled, eager, "y")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -7,6 +7,7 @@ import warnings
 
 import torch
 
+import fp8lab
 import fp8lab.torch as ft
 from torch_support import TorchTestCase, same_bits
 
@@ -118,6 +119,62 @@ class ConvertTest(TorchTestCase):
         self.assertFalse(same_bits(outputs[0], outputs[1]))
         self.assertTrue(same_bits(outputs[1], outputs[2]))
 
+    def test_delayed_scaling_history_only_from_training_passes(self):
+        # Forwards that train nothing (no_grad: validation) read the scales and record nothing, and a
+        # checkpointed forward recomputed in backward records into the same pass: the training
+        # steps' bits are those of a run without either.
+        def run(evaluate_between, checkpointed):
+            torch.manual_seed(0)
+            layer = torch.nn.Linear(256, 64)
+            model = ft.convert(torch.nn.Sequential(layer), "fp8_delayed", layer_names={"0": "L0.w1"})
+            grads = []
+            for step in range(3):
+                x = torch.randn(32, 256, generator=torch.Generator().manual_seed(step)).requires_grad_(True)
+                y = torch.utils.checkpoint.checkpoint(model, x, use_reentrant=False) if checkpointed else model(x)
+                y.square().sum().backward()
+                grads.append(layer.weight.grad.clone())
+                layer.weight.grad = None
+                if evaluate_between:
+                    with torch.no_grad():
+                        model(torch.randn(32, 256) * 100)  # larger values: recorded, they would move the scales
+            return grads
+        plain = run(False, False)
+        for label, got in (("no_grad forwards between steps", run(True, False)), ("checkpointed", run(False, True))):
+            for step, (a, b) in enumerate(zip(got, plain)):
+                self.assertTrue(same_bits(a, b), f"{label}: step {step}")
+
+    def test_copies_and_pickles(self):
+        import copy
+        import io
+        model = converted("fp8_delayed")
+        x = torch.randn(16, 256)
+        twin = copy.deepcopy(model)
+        self.assertNotEqual(twin[0]._fp8lab_layer, model[0]._fp8lab_layer)  # its own layer (and history)
+        buffer = io.BytesIO()
+        torch.save(model, buffer)
+        buffer.seek(0)
+        loaded = torch.load(buffer, weights_only=False)
+        for other in (twin, loaded):
+            self.assertIsInstance(other[0], ft.Linear)
+            self.assertSameBits(other(x), model(x), "a copy's output")
+
+    def test_direct_op_calls_are_checked(self):
+        model = converted()
+        layer = model[0]._fp8lab_layer
+        w = model[0].weight.detach()
+        with self.assertRaisesRegex(ValueError, "fp8lab::fprop: x must be a contiguous 2-D torch.float32"):
+            torch.ops.fp8lab.fprop(torch.randn(256, 8).t(), w, None, layer)
+        with self.assertRaisesRegex(ValueError, "fp8lab::fprop: x must be a contiguous 2-D torch.float32"):
+            torch.ops.fp8lab.fprop(torch.randn(8, 256, dtype=torch.float16), w, None, layer)
+        with self.assertRaisesRegex(ValueError, "do not fit Y = X W"):
+            torch.ops.fp8lab.fprop(torch.randn(8, 255), w, None, layer)
+
+    def test_recipe_dicts_with_any_strings(self):
+        recipe = ft.Recipe({"name": "odd", "description": 'two\nlines and a "quote"', "gemm": {"kind": "bf16"}})
+        self.assertEqual(recipe.description, 'two\nlines and a "quote"')
+        with self.assertRaisesRegex(ValueError, "unknown key"):
+            ft.Recipe({"name": "x", 'kind = "bf16"\n#': "y"})
+
     def test_bad_input_is_one_clear_exception_and_no_partial_conversion(self):
         cases = [("nosuch", ValueError, r"recipe 'nosuch' is not one of .*mxfp8.*nvfp4"),
                  (42, TypeError, "a name, a .toml path, a dict or a Recipe"),
@@ -152,16 +209,19 @@ class ConvertTest(TorchTestCase):
             model(torch.ones(4, 256, dtype=torch.int32))
         with self.assertRaisesRegex(TypeError, "recipe fp64 computes in FP64"):
             converted("fp64")(torch.randn(4, 256))
-        if torch.cuda.is_available():  # on a GPU machine: refused, naming recipe, GEMM and device
+        if torch.cuda.is_available() and not fp8lab._core._has_cuda:  # a CPU build on a GPU machine: refused, named
             with self.assertRaisesRegex(RuntimeError, "recipe deepseek_v3, GEMM fprop on cuda"):
                 model.cuda()(torch.randn(4, 256, device="cuda"))
 
     def test_rht_recipe_refuses_a_token_count_it_cannot_transform(self):
+        # nvfp4's Wgrad transforms along the tokens: refused at the forward that would need it,
+        # naming the recipe and the layer; a forward that trains nothing runs.
         model = converted("nvfp4")
         x = torch.randn(24, 256, requires_grad=True)
-        y = model(x)
-        with self.assertRaisesRegex(ValueError, "K = 24 .* not a multiple of 16"):
-            y.sum().backward()
+        with self.assertRaisesRegex(ValueError, r"recipe nvfp4, layer 0: .* tokens, 24 here: they must be a multiple of 16"):
+            model(x)
+        with torch.no_grad():
+            self.assertEqual(model(x).shape, (24, 128))
 
     def test_empty_and_tiny_shapes(self):
         model = converted()

@@ -4,7 +4,8 @@ one opaque op per GEMM. Each op computes exactly what the engine computes
 (kernels/train/linear_layer.hpp, through fp8lab._core) on memory torch owns, passed by address:
 inputs are read in place, outputs written in place.
 
-    fp8lab::fprop(x, w, bias, layer)      -> (y, x_codes, x_scales, x_tensor_level)   y = x w^T + bias
+    fp8lab::fprop(x, w, bias, layer, train) -> (y, x_codes, x_scales, x_tensor_level)   y = x w^T + bias
+                                          (train: record into delayed scaling's amax history)
     fp8lab::dgrad(dy, w, layer)           -> dx
     fp8lab::wgrad(dy, x, layer)           -> dw
     fp8lab::wgrad_fp8(dy, x_codes, x_scales, x_tensor_level, x, layer) -> dw   (x: X itself on a recorded step, else None)
@@ -75,18 +76,35 @@ def x_fp8_shapes(plan, m, k):
 
 
 def _kept_outputs(plan, x, m, k, make):
-    if not plan.keeps_x_fp8:
+    # Three distinct tensors (outputs may not alias); empty where X is kept itself (the GPU path).
+    if not plan.keeps_x_fp8 or x.is_cuda:
         return make((0,), torch.uint8), make((0,), torch.float32), make((0,), torch.float32)
     codes, grid, level = x_fp8_shapes(plan, m, k)
     return make(codes, torch.uint8), make(grid, torch.float32), make(level, torch.float32)
 
 
+def check_operands(name, plan, tensors, device="cpu"):
+    """The ops' own preconditions (fp8lab.torch.linear meets them; a direct caller of
+    torch.ops.fp8lab.* gets an error, never wrong bits or a crash): 2-D, contiguous, on the
+    kernel's device, float32 (float64 under an FP64 recipe)."""
+    want = torch.float64 if plan.fp64 else torch.float32
+    for label, t in tensors:
+        if t.dim() != 2 or not t.is_contiguous() or t.device.type != device or t.dtype != want:
+            raise ValueError(f"fp8lab::{name}: {label} must be a contiguous 2-D {want} tensor on {device}, got "
+                             f"{tuple(t.shape)} {t.dtype} on {t.device}{'' if t.is_contiguous() else ', not contiguous'}")
+
+
 @torch.library.custom_op("fp8lab::fprop", mutates_args=())
-def fprop(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor],
-          layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def fprop(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor], layer: int,
+          train: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     plan = _LAYERS[layer]
+    check_operands("fprop", plan, [("x", x), ("w", w)] + ([("bias", bias[None])] if bias is not None else []))
     m, k = x.shape
     n = w.shape[0]
+    if w.shape[1] != k or (bias is not None and bias.shape != (n,)):
+        raise ValueError(f"fp8lab::fprop: x {tuple(x.shape)}, w {tuple(w.shape)} and bias "
+                         f"{None if bias is None else tuple(bias.shape)} do not fit Y = X W^T + bias")
+    plan.set_recording(train)  # a pass that does not train records nothing into delayed scaling's history
     y = torch.empty((m, n), dtype=x.dtype)
     codes, scales, level = _kept_outputs(plan, x, m, k, lambda shape, dtype: torch.empty(shape, dtype=dtype))
     record = _recording(layer)
@@ -102,7 +120,7 @@ def fprop(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor],
 
 
 @fprop.register_fake
-def _(x, w, bias, layer):
+def _(x, w, bias, layer, train=True):
     plan = _LAYERS[layer]
     m, k = x.shape
     y = x.new_empty((m, w.shape[0]))
@@ -111,6 +129,8 @@ def _(x, w, bias, layer):
 
 @torch.library.custom_op("fp8lab::dgrad", mutates_args=())
 def dgrad(dy: torch.Tensor, w: torch.Tensor, layer: int) -> torch.Tensor:
+    check_operands("dgrad", _LAYERS[layer], [("dy", dy), ("w", w)])
+    _LAYERS[layer].set_recording(True)
     m, n = dy.shape
     k = w.shape[1]
     dx = torch.empty((m, k), dtype=dy.dtype)
@@ -129,6 +149,8 @@ def _(dy, w, layer):
 
 @torch.library.custom_op("fp8lab::wgrad", mutates_args=())
 def wgrad(dy: torch.Tensor, x: torch.Tensor, layer: int) -> torch.Tensor:
+    check_operands("wgrad", _LAYERS[layer], [("dy", dy), ("x", x)])
+    _LAYERS[layer].set_recording(True)
     m, n = dy.shape
     k = x.shape[1]
     dw = torch.empty((n, k), dtype=dy.dtype)
@@ -148,6 +170,11 @@ def _(dy, x, layer):
 @torch.library.custom_op("fp8lab::wgrad_fp8", mutates_args=())
 def wgrad_fp8(dy: torch.Tensor, x_codes: torch.Tensor, x_scales: torch.Tensor, x_tensor_level: torch.Tensor,
               x: Optional[torch.Tensor], layer: int) -> torch.Tensor:
+    check_operands("wgrad_fp8", _LAYERS[layer], [("dy", dy)] + ([("x", x)] if x is not None else []))
+    if x_codes.dtype != torch.uint8 or x_codes.dim() != 2 or x_codes.shape[0] != dy.shape[0]:
+        raise ValueError(f"fp8lab::wgrad_fp8: x_codes must be uint8 rows x in with dy's rows, got "
+                         f"{tuple(x_codes.shape)} {x_codes.dtype}")
+    _LAYERS[layer].set_recording(True)
     m, n = dy.shape
     k = x_codes.shape[1]
     dw = torch.empty((n, k), dtype=dy.dtype)
@@ -180,14 +207,15 @@ def _(dy):
 
 
 def _setup_context(ctx, inputs, output):
-    x, w, _bias, layer = inputs
+    x, w, _bias, layer, _train = inputs
     _, codes, scales, level = output
     ctx.layer = layer
     ctx.kept_fp8 = _LAYERS[layer].keeps_x_fp8 and not x.is_cuda  # the GPU path keeps X (_cuda_ops.py)
     # What the recipe keeps for backward: X's FP8 codes and scales when Wgrad re-quantizes them
     # (about a quarter of X's FP32 bytes), else X. W is the parameter itself (float32) or its cast.
-    # A recorded step keeps X beside its FP8 copy, which the recorder measures Wgrad's operands against.
-    ctx.kept_x_too = ctx.kept_fp8 and _recording(layer)
+    # A recorded step keeps X beside its FP8 copy, which the recorder measures Wgrad's operands against;
+    # never in a compiled graph, whose saved tensors are fixed when it is traced.
+    ctx.kept_x_too = ctx.kept_fp8 and _recording(layer) and not torch.compiler.is_compiling()
     if ctx.kept_fp8:
         ctx.save_for_backward(codes, scales, level, w, *((x,) if ctx.kept_x_too else ()))
     else:
@@ -207,7 +235,7 @@ def _backward(ctx, dy, _codes, _scales, _level):
         else:
             dw = wgrad(dy, saved[0], ctx.layer)
     db = bias_grad(dy) if ctx.needs_input_grad[2] else None
-    return dx, dw, db, None
+    return dx, dw, db, None, None
 
 
 torch.library.register_autograd("fp8lab::fprop", _backward, setup_context=_setup_context)

@@ -1,6 +1,14 @@
 """A recipe built in Python as a dict in the shape of a recipe file (experiments/recipes/*.toml),
 written out as TOML text for the one recipe reader (harness/recipes/recipe_toml.hpp): strings,
-booleans, integers, tables and arrays of tables, which is all a recipe holds."""
+booleans, integers, tables and arrays of tables, which is all a recipe holds. Keys are quoted and strings escaped as JSON does (TOML takes both)."""
+import json
+
+
+def _key(k):
+    """A key, quoted: whatever its characters, one key (never a dotted path or a comment)."""
+    if not isinstance(k, str):
+        raise TypeError(f"recipe keys are strings, got {k!r}")
+    return json.dumps(k)
 
 
 def _value(v, where):
@@ -9,9 +17,9 @@ def _value(v, where):
     if isinstance(v, int):
         return str(v)
     if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return json.dumps(v)  # a TOML basic string: JSON's escapes are TOML's (control characters included)
     if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_value(x, f'{where}.{k}')}" for k, x in v.items()) + " }"
+        return "{ " + ", ".join(f"{_key(k)} = {_value(x, f'{where}.{k}')}" for k, x in v.items()) + " }"
     raise TypeError(f"recipe field '{where}': {type(v).__name__} is not a value a recipe holds "
                     "(str, bool, int, or a table)")
 
@@ -29,12 +37,12 @@ def dumps(recipe):
                 raise TypeError(f"recipe field '{key}': a list must hold tables (as [[override]] does)")
             tables.append((key, list(v)))
         else:
-            lines.append(f"{key} = {_value(v, key)}")
+            lines.append(f"{_key(key)} = {_value(v, key)}")
     for key, v in tables:
         entries = v if isinstance(v, list) else [v]
         for i, entry in enumerate(entries):
             lines.append("")
-            lines.append(f"[[{key}]]" if isinstance(v, list) else f"[{key}]")
+            lines.append(f"[[{_key(key)}]]" if isinstance(v, list) else f"[{_key(key)}]")
             for k, x in entry.items():
-                lines.append(f"{k} = {_value(x, f'{key}[{i}].{k}' if isinstance(v, list) else f'{key}.{k}')}")
+                lines.append(f"{_key(k)} = {_value(x, f'{key}[{i}].{k}' if isinstance(v, list) else f'{key}.{k}')}")
     return "\n".join(lines) + "\n"

@@ -162,8 +162,17 @@ def check_gemm(fn, *, m=128, n=256, k=512, a_granularity="tile:1x128", b_granula
     b_format = b_format or format
     if format not in FLOAT8 or b_format not in FLOAT8:
         raise ValueError(f"check_gemm: formats e4m3 or e5m2 (torch float8 dtypes), got {format}, {b_format}")
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"check_gemm: {name} must be a whole number >= 1, got {value!r}")
     if k % 128:
         raise ValueError(f"check_gemm: k = {k} must be a multiple of 128 (the folds' block along K)")
+    for which, g in (("a_granularity", a_granularity), ("b_granularity", b_granularity)):
+        # The candidates promote (and fold) every 128 of K at least: a scale must hold over 128 of K.
+        along_k = g.split("x")[-1] if g.startswith(("tile:", "block:")) else None
+        if g not in ("tensor", "row") and not (along_k and along_k.isdigit() and int(along_k) % 128 == 0):
+            raise ValueError(f"check_gemm: {which} '{g}': the candidates take tensor, row, tile:1xT or block:BxB with "
+                             "T, B multiples of 128 (a scale that holds over each 128 of K)")
     chosen = [c for c in (candidates or CANDIDATES) if c.valid(a_granularity, b_granularity)]
     sets = {}
     for name, (a, b) in _operand_sets(m, n, k, seed).items():
@@ -218,4 +227,8 @@ def _call(fn, set_name, a, sa, b, sb, format, b_format, device, shape):
     if out.dtype not in (torch.float32, torch.bfloat16):
         raise CheckGemmError(f"check_gemm: the kernel returned {out.dtype} on the '{set_name}' operands; float32 or "
                              "bfloat16 is compared")
-    return out.detach().to("cpu").contiguous()
+    try:
+        return out.detach().to("cpu").contiguous()
+    except Exception as e:  # e.g. a meta tensor: no values to compare
+        raise CheckGemmError(f"check_gemm: the kernel's output on the '{set_name}' operands cannot be read on the CPU "
+                             f"({out.device}): {type(e).__name__}") from e

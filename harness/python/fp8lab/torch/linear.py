@@ -1,5 +1,7 @@
 """fp8lab's linear layer for PyTorch: torch.nn.Linear's parameters and state_dict, its three GEMMs
 computed by fp8lab under a precision recipe (the custom ops of _ops.py)."""
+import math
+import os
 import warnings
 
 import torch
@@ -19,9 +21,10 @@ def _refuse_device(recipe_name, gemm, tensor):
                        "another way)")
 
 
-def _apply(x, weight, bias, layer, recipe_name):
+def _apply(x, weight, bias, layer):
     """Y = X W^T (+ bias) through the fprop op, X flattened to 2-D as nn.Linear does."""
     plan = _ops.layer_plan(layer)
+    recipe_name = plan.recipe
     for gemm_input, t in (("x", x), ("weight", weight)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"fp8lab.torch.linear: {gemm_input} must be a tensor, got {type(t).__name__}")
@@ -42,15 +45,15 @@ def _apply(x, weight, bias, layer, recipe_name):
         compute = torch.float64
     else:
         compute = torch.float32  # every other recipe's GEMMs read FP32 operands (the engine's step)
-    if x.device != weight.device:
-        raise ValueError(f"fp8lab.torch.linear: x is on {x.device}, the weight on {weight.device}")
-    if x.is_cuda:  # the GPU runs what it has a kernel for; the rest is refused, one line (_cuda_ops.py)
-        from . import _cuda_ops
-        why = _cuda_ops.failure(plan, recipe_name, x.numel() // x.shape[-1], weight.shape[0], weight.shape[1])
-        if why:
-            raise RuntimeError(f"fp8lab.torch: {why}")
+    for label, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.device != x.device:
+            raise ValueError(f"fp8lab.torch.linear: x is on {x.device}, the {label} on {t.device}")
     leading = x.shape[:-1]
-    x2 = x.reshape(-1, x.shape[-1]).to(compute).contiguous()
+    tokens = math.prod(leading)
+    if plan.wgrad_rht and tokens % 16 and (x.requires_grad or weight.requires_grad) and torch.is_grad_enabled():
+        raise ValueError(f"fp8lab.torch: recipe {recipe_name}, layer {plan.layer}: its Wgrad runs the 16x16 Hadamard "
+                         f"transform along the tokens, {tokens} here: they must be a multiple of 16")
+    x2 = x.reshape(tokens, x.shape[-1]).to(compute).contiguous()
     w2 = weight.to(compute).contiguous()
     if bias is not None:
         _refuse_device(recipe_name, "fprop", bias)
@@ -58,7 +61,8 @@ def _apply(x, weight, bias, layer, recipe_name):
             raise ValueError(f"fp8lab.torch.linear: bias {tuple(bias.shape)} is not ({weight.shape[0]},), the weight's "
                              "out_features")
         bias = bias.to(compute).contiguous()
-    y = _ops.fprop(x2, w2, bias, layer)[0]
+    train = torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)  # delayed scaling records then
+    y = _ops.fprop(x2, w2, bias, layer, train)[0]
     return y.reshape(*leading, weight.shape[0]).to(x.dtype)
 
 
@@ -78,19 +82,20 @@ class Linear(torch.nn.Linear):
         self._fp8lab_layer = _ops.register_layer(plan)
 
     def forward(self, x):
-        return _apply(x, self.weight, self.bias, self._fp8lab_layer, self.fp8lab_recipe.name)
+        return _apply(x, self.weight, self.bias, self._fp8lab_layer)
 
     def gemms(self):
         """{'fprop': ..., 'dgrad': ..., 'wgrad': ...}: what this layer's three GEMMs compute."""
         plan = _ops.layer_plan(self._fp8lab_layer)
         return {g: plan.describe(g) for g in ("fprop", "dgrad", "wgrad")}
 
-    def saved_bytes(self, tokens):
+    def saved_bytes(self, tokens, device="cpu"):
         """Bytes backward keeps of X for `tokens` rows of input (what the recipe keeps: X's FP8
         codes, scales and per-tensor level when Wgrad re-quantizes them, else X in the GEMMs'
-        precision, FP32 or FP64). W is not counted: it is the parameter (or its FP32 cast)."""
+        precision, FP32 or FP64; on CUDA X itself, which the GPU path re-quantizes). W is not
+        counted: it is the parameter (or its FP32 cast)."""
         plan = _ops.layer_plan(self._fp8lab_layer)
-        if plan.keeps_x_fp8:
+        if plan.keeps_x_fp8 and torch.device(device).type == "cpu":
             codes, grid, level = _ops.x_fp8_shapes(plan, tokens, self.in_features)
             return codes[0] * codes[1] + 4 * grid[0] * grid[1] + 4 * level[0]
         return tokens * self.in_features * (8 if plan.fp64 else 4)
@@ -98,8 +103,22 @@ class Linear(torch.nn.Linear):
     def extra_repr(self):
         return super().extra_repr() + f", recipe={self.fp8lab_recipe.name}, layer={self.fp8lab_layer_name}"
 
+    # copy.deepcopy and pickling (torch.save of a whole model, EMA copies): the layer id indexes this
+    # process's layers, so a copy gets a layer of its own (its own delayed-scaling state) from the recipe.
+    def __getstate__(self):
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
+        state = dict(state)
+        state.pop("_fp8lab_layer", None)
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._fp8lab_layer = _ops.register_layer(self.fp8lab_recipe.resolve([self.fp8lab_layer_name]).layer(
+            self.fp8lab_layer_name))
+
 
 def _convertible(module):
+    # Exactly nn.Linear: its subclasses (LazyLinear, parametrized or wrapped layers) compute otherwise.
     return type(module) is torch.nn.Linear
 
 
@@ -112,8 +131,9 @@ def _layer_name(fqn, layer_names):
 
 
 def convert(module, recipe, *, module_filter=None, layer_names=None):
-    """Turns every torch.nn.Linear of `module` (module_filter(mod, fqn) -> bool chooses; default
-    all) into fp8lab.torch.Linear in place and returns `module`. Parameters, their names and the
+    """Turns every module of `module` whose type is torch.nn.Linear (module_filter(mod, fqn) -> bool
+    chooses; default all; subclasses are left alone) into fp8lab.torch.Linear in place and returns
+    `module`. Parameters, their names and the
     state_dict are unchanged, so checkpoints load and save as before. `recipe`: a name or .toml file
     `fp8lab train --recipe` accepts, a recipe dict, or a Recipe.
 
@@ -151,11 +171,35 @@ def convert(module, recipe, *, module_filter=None, layer_names=None):
 _FUNCTIONAL_LAYERS = {}
 
 
+@torch.compiler.assume_constant_result
+def _functional_layer(text, base, layer):
+    """The layer id of (recipe name or file, layer name), made once: a constant to torch.compile."""
+    key = (text, base, layer)
+    if key not in _FUNCTIONAL_LAYERS:
+        recipe = Recipe(text, base=base)
+        plan = recipe.resolve([layer] if layer else []).layer(layer)
+        if plan.delayed_scaling:
+            raise ValueError(f"fp8lab.torch.linear: recipe {recipe.name} scales by delayed scaling, which keeps amax "
+                             "histories per layer: convert a module (fp8lab.torch.convert) to give each its own")
+        _FUNCTIONAL_LAYERS[key] = _ops.register_layer(plan)
+    return _FUNCTIONAL_LAYERS[key]
+
+
 def linear(x, weight, bias=None, recipe="fp32", *, layer=""):
     """The functional form: torch.nn.functional.linear(x, weight, bias) with the three GEMMs under
-    `recipe`; `layer` names the layer for the recipe's overrides (default: none applies)."""
+    `recipe` (a name or .toml path; a Recipe or dict works in eager mode), `layer` naming the layer
+    for the recipe's overrides (default: none applies). Every call site with the same recipe and
+    layer shares one layer, so recipes with delayed scaling (per-layer state) are refused here."""
+    if isinstance(recipe, (str, os.PathLike)):
+        text = os.fspath(recipe)
+        base = os.getcwd() if text.endswith(".toml") and not os.path.isabs(text) else ""
+        return _apply(x, weight, bias, _functional_layer(text, base, layer))
     recipe = as_recipe(recipe)
-    key = (id(recipe) if not isinstance(recipe, Recipe) else (recipe._text, recipe._toml, recipe._base), layer)
+    key = ("object", id(recipe), layer)
     if key not in _FUNCTIONAL_LAYERS:
-        _FUNCTIONAL_LAYERS[key] = _ops.register_layer(recipe.resolve([layer] if layer else []).layer(layer))
-    return _apply(x, weight, bias, _FUNCTIONAL_LAYERS[key], recipe.name)
+        plan = recipe.resolve([layer] if layer else []).layer(layer)
+        if plan.delayed_scaling:
+            raise ValueError(f"fp8lab.torch.linear: recipe {recipe.name} scales by delayed scaling, which keeps amax "
+                             "histories per layer: convert a module (fp8lab.torch.convert) to give each its own")
+        _FUNCTIONAL_LAYERS[key] = _ops.register_layer(plan)
+    return _apply(x, weight, bias, _FUNCTIONAL_LAYERS[key])

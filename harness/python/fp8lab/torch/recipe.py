@@ -66,6 +66,15 @@ class Recipe:
     def __repr__(self):
         return f"Recipe({self._label!r}: {self.name})"
 
+    def __reduce__(self):  # pickled and copied by its source, resolved again where it is loaded
+        return (_rebuild, (self._text, self._toml, self._label, self._base))
+
+
+def _rebuild(text, toml, label, base):
+    if toml is not None:
+        return Recipe.from_toml(toml, label)
+    return Recipe(text, base=base)
+
 
 def as_recipe(recipe):
     return recipe if isinstance(recipe, Recipe) else Recipe(recipe)

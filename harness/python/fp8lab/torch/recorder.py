@@ -79,12 +79,16 @@ class Recorder:
             _ops._RECORDER = self
         try:
             yield recording
-        finally:
+        except BaseException:
             if recording:
                 _ops._RECORDER = None
                 self._step = None
-                if step in self.records:
-                    self.write()
+            raise  # the step's own error; the records so far stay for the next write
+        if recording:
+            _ops._RECORDER = None
+            self._step = None
+            if step in self.records:
+                self.write()
 
     # Called by the ops on a recorded step.
     def wants(self, layer):
