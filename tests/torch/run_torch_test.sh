@@ -5,14 +5,10 @@
 # package of BUILD_DIR/python. No bytecode is written into the source tree.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
 script="$1" build="$2"
 shift 2
-venv="${FP8LAB_PEERS_VENV:-$root/build/peers-venv}"
-bash "$root/tests/peers/setup_venv.sh" "$venv"
-rc=$?
-((rc == 0)) || exit "$rc"
-export PATH="$venv/bin:$PATH" PYTHONPATH="$build/python:$here" PYTHONDONTWRITEBYTECODE=1 FP8LAB_BUILD="$build"
+source "$here/../peers/use_venv.sh"
+export PYTHONPATH="$build/python:$here" FP8LAB_BUILD="$build"
 case "$script" in
   *.sh) exec bash "$here/$script" "$@" ;;
   *) exec "$venv/bin/python" "$here/$script" "$@" ;;
