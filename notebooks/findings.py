@@ -69,7 +69,7 @@ STUDIES = [
     Study("fp8_training_power", "does FP8 training end where BF16 ends, with the study's resolving power measured",
           env={"FP8LAB_DIM256_RESULTS": "fp8_training_power_dim256.h5"}),
     Study("fp8_training_power_finetune", "the same from the trained stories260K checkpoint: no plateau to leave",
-          notebook="fp8_training_power", small="fp8_training_power_small"),
+          notebook="fp8_training_power"),
     Study("fp8_training", "the recipe screen: 12 recipes x 3 seeds, final loss against the bf16 seed spread"),
     Study("fp8_training_nvfp4", "NVFP4 beside BF16 at seq_len 127, 3 seeds", notebook="fp8_training"),
     Study("seed_techniques", "the seed techniques against their claims", env={"FP8LAB_ZERO_RESULTS": "zero_memory.h5"}),
