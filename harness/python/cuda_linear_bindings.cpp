@@ -25,7 +25,7 @@ T* at(std::uintptr_t address) {
 
 // One GEMM's call: a ledger over cudaMalloc for its workspace, the Wgrad re-quantization's sources.
 struct CudaCall {
-  CudaAllocator allocator;
+  cuda::CudaAllocator allocator;
   MemoryLedger ledger{&allocator};
   cuda::LinearGemmCall call;
   CudaCall(const train::LinearLayer& l, GemmKind kind, const std::string& recipe, std::uintptr_t stream)
