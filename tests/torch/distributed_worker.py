@@ -5,6 +5,7 @@ the batch that torch_llama_train.Data gives the single process); DDP averages th
 all-reduce, FSDP2 (fully_shard) shards the parameters and reduce-scatters them. Rank 0 writes the
 global losses (the mean of the ranks' losses) and the full final parameters to FILE (torch.save)."""
 import argparse
+import os
 import pathlib
 import sys
 import warnings
@@ -66,11 +67,14 @@ def main():
         state[name] = value.full_tensor() if hasattr(value, "full_tensor") else value
     if rank == 0:
         torch.save({"losses": torch.stack(losses), "state": state}, a.out)
-    # Both ranks leave together: a rank that tore its gloo pairs down while the other still
-    # used them aborted now and then ("terminate called without an active exception").
+    # Both ranks leave together, and without tearing gloo down: destroy_process_group (and the
+    # interpreter's own teardown of the group) still aborted a rank now and then after the
+    # barrier ("terminate called without an active exception" from a gloo pair closed under
+    # it). Everything this worker owes is written (rank 0's file is closed), so it exits at once.
     dist.barrier()
-    del trained
-    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
