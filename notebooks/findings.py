@@ -40,6 +40,10 @@ NONDETERMINISTIC = re.compile(r"seconds|per_second|resident|elapsed|operands|gem
 SIZE_LIMIT = 5 * 1024 * 1024
 
 
+# A Study.env value that switches the notebook's part off instead of naming a results file.
+OFF = "off"
+
+
 class Study:
     def __init__(self, name, asks, notebook=None, small=None, env=None, ci_full=False, drawn_by=None):
         self.name, self.asks = name, asks
@@ -70,7 +74,7 @@ STUDIES = [
           env={"FP8LAB_DIM256_RESULTS": "fp8_training_power_dim256.h5"}),
     Study("fp8_training_power_finetune", "the same from the trained stories260K checkpoint: no plateau to leave",
           notebook="fp8_training_power",
-          env={"FP8LAB_DIM256_RESULTS": "none"}),  # the dim256 trade is for the seeded-init study (same init, same steps)
+          env={"FP8LAB_DIM256_RESULTS": OFF}),  # the dim256 trade is for the seeded-init study (same init, same steps)
     Study("fp8_training", "the recipe screen: 12 recipes x 3 seeds, final loss against the bf16 seed spread"),
     Study("fp8_training_nvfp4", "NVFP4 beside BF16 at seq_len 127, 3 seeds", notebook="fp8_training"),
     Study("seed_techniques", "the seed techniques against their claims", env={"FP8LAB_ZERO_RESULTS": "zero_memory.h5"}),
@@ -155,7 +159,7 @@ def compact_png(path):
 def run_notebook(study, results_file, figures, results_dir):
     env = dict(os.environ, FP8LAB_RESULTS=str(results_file), FP8LAB_FIGURES=str(figures))
     for name, file in study.env.items():
-        env[name] = str(results_dir / file)  # "none": a file that does not exist, so the notebook skips that part
+        env[name] = file if file == OFF else str(results_dir / file)
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["jupyter", "nbconvert", "--to", "notebook", "--execute", "--ExecutePreprocessor.timeout=1200",
                         "--output-dir", tmp, str(ROOT / "notebooks" / f"{study.notebook}.ipynb")],
